@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "deepflow/core/tensor.h"
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <ostream>
+#include <sstream>
+
+#include "deepflow/core/allocator.h"
+
+namespace deepflow {
+
+std::string Device::to_string() const {
+  return detail::cat("/", type == DeviceType::Cpu ? "cpu" : "gpu", ":", index);
+}
+
+Storage::Storage(size_t nbytes) : data_(cpu_allocate(nbytes)), nbytes_(nbytes) {}
+Storage::Storage(void* data, size_t nbytes, void (*release)(void*, void*), void* ctx)
+    : data_(data), nbytes_(nbytes), release_(release), ctx_(ctx) {}
+Storage::~Storage() {
+  if (release_) release_(ctx_, data_);
+  else cpu_free(data_, nbytes_);
+}
+
+uint64_t TensorImpl::next_id() {
+  static std::atomic<uint64_t> counter{1};
+  return counter.fetch_add(1, std::memory_order_relaxed);
+}
+
+Tensor::Tensor(const Shape& shape, DType dtype) {
+  DF_CHECK(shape.is_fully_defined(), "[tensor] cannot allocate a tensor of unknown shape ", shape);
+  impl_ = std::make_shared<TensorImpl>();
+  impl_->shape = shape;
+  impl_->dtype = dtype;
+  impl_->id = TensorImpl::next_id();
+  impl_->storage = std::make_shared<Storage>(size_t(shape.num_elements()) * dtype_size(dtype));
+}
+
+void* Tensor::raw_data() const {
+  DF_CHECK(impl_ && impl_->storage, "[tensor] the tensor is ", impl_ ? "symbolic" : "undefined",
+           " and has no data");
+  return static_cast<char*>(impl_->storage->data()) + impl_->offset;
+}
+
+void Tensor::check_dtype(DType t) const {
+  DF_CHECK(impl_, "[tensor] the tensor is undefined");
+  DF_CHECK(impl_->dtype == t, "[tensor] data<", dtype_name(t), "> on a tensor of dtype ",
+           dtype_name(impl_->dtype));
+}
+
+template <class T> T Tensor::item() const {
+  DF_CHECK(size() == 1, "[item] tensor of shape ", shape(), " has ", size(), " elements, not 1");
+  T out{};
+  DF_DISPATCH_ALL(dtype(), "item", [&] { out = convert<T>(*static_cast<const scalar_t*>(raw_data())); });
+  return out;
+}
+
+template <class T> std::vector<T> Tensor::to_vector() const {
+  std::vector<T> out(static_cast<size_t>(size()));
+  DF_DISPATCH_ALL(dtype(), "to_vector", [&] {
+    const scalar_t* p = static_cast<const scalar_t*>(raw_data());
+    for (size_t i = 0; i < out.size(); ++i) out[i] = convert<T>(p[i]);
+  });
+  return out;
+}
+
+double Tensor::flat(int64_t i) const {
+  double out = 0;
+  DF_DISPATCH_ALL(dtype(), "flat", [&] { out = convert<double>(static_cast<const scalar_t*>(raw_data())[i]); });
+  return out;
+}
+
+#define DF_INSTANTIATE_(T) \
+  template T Tensor::item<T>() const; \
+  template std::vector<T> Tensor::to_vector<T>() const;
+DF_INSTANTIATE_(float)
+DF_INSTANTIATE_(double)
+DF_INSTANTIATE_(int32_t)
+DF_INSTANTIATE_(int64_t)
+DF_INSTANTIATE_(uint8_t)
+DF_INSTANTIATE_(int8_t)
+DF_INSTANTIATE_(bool)
+DF_INSTANTIATE_(Half)
+DF_INSTANTIATE_(BFloat16)
+#undef DF_INSTANTIATE_
+
+Tensor Tensor::view(const Shape& shape) const {
+  DF_CHECK(shape.num_elements() == size(), "[view] cannot view ", this->shape(), " as ", shape);
+  auto impl = std::make_shared<TensorImpl>(*impl_);
+  impl->shape = shape;
+  impl->flags = 0;
+  impl->id = TensorImpl::next_id();
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::slice0(int64_t begin, int64_t end) const {
+  DF_CHECK(rank() > 0 && begin >= 0 && begin <= end && end <= dim(0), "[slice0] rows [", begin, ",",
+           end, ") out of range for shape ", shape());
+  Shape s = shape();
+  s[0] = end - begin;
+  auto impl = std::make_shared<TensorImpl>(*impl_);
+  impl->shape = s;
+  impl->flags = 0;
+  impl->id = TensorImpl::next_id();
+  int64_t row = 1;
+  for (int i = 1; i < rank(); ++i) row *= shape()[i];
+  impl->offset += size_t(begin * row) * dtype_size(dtype());
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::clone() const {
+  Tensor out(shape(), dtype());
+  std::memcpy(out.raw_data(), raw_data(), nbytes());
+  return out;
+}
+
+// --- printing ---
+
+namespace {
+
+std::string format_element(const Tensor& t, int64_t i) {
+  std::ostringstream os;
+  double v = t.flat(i);
+  if (t.dtype() == DType::Bool) return v != 0 ? "True" : "False";
+  if (is_integer(t.dtype())) {
+    os << int64_t(v);
+    return os.str();
+  }
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  os.precision(t.dtype() == DType::Float64 ? 8 : 7);
+  os << v;
+  std::string s = os.str();
+  if (s.find_first_of(".e") == std::string::npos) s += '.';
+  return s;
+}
+
+void print_rec(std::ostream& os, const Tensor& t, int axis, int64_t offset, const std::vector<int64_t>& strides,
+               int width, bool summarize) {
+  const int64_t n = t.shape()[axis];
+  constexpr int64_t kEdge = 3;
+  os << '[';
+  for (int64_t i = 0; i < n; ++i) {
+    if (summarize && n > 2 * kEdge && i == kEdge) {
+      os << (axis + 1 == t.rank() ? " ..." : "\n" + std::string(axis + 1, ' ') + "...");
+      i = n - kEdge - 1;
+      continue;
+    }
+    if (i > 0) {
+      if (axis + 1 == t.rank()) os << ' ';
+      else os << std::string(t.rank() - axis - 1, '\n') << std::string(axis + 1, ' ');
+    }
+    if (axis + 1 == t.rank()) {
+      std::string s = format_element(t, offset + i * strides[axis]);
+      os << std::string(width - int(s.size()), ' ') << s;
+    } else {
+      print_rec(os, t, axis + 1, offset + i * strides[axis], strides, width, summarize);
+    }
+  }
+  os << ']';
+}
+
+}  // namespace
+
+std::string array_string(const Tensor& t) {
+  if (t.is_symbolic()) return "<symbolic>";
+  if (t.rank() == 0) return format_element(t, 0);
+  bool summarize = t.size() > 1000;
+  int width = 0;
+  for (int64_t i = 0; i < t.size(); ++i) width = std::max(width, int(format_element(t, i).size()));
+  std::ostringstream os;
+  print_rec(os, t, 0, 0, contiguous_strides(t.shape()), width, summarize);
+  return os.str();
+}
+
+std::string Tensor::to_string() const {
+  if (!defined()) return "tf.Tensor(<undefined>)";
+  std::ostringstream os;
+  std::string arr = array_string(*this);
+  os << "tf.Tensor(" << (arr.find('\n') != std::string::npos ? "\n" : "") << arr << ", shape=(";
+  for (int i = 0; i < rank(); ++i) {
+    if (shape()[i] < 0) os << "None";
+    else os << shape()[i];
+    os << (rank() == 1 ? "," : i + 1 < rank() ? ", " : "");
+  }
+  os << "), dtype=" << dtype_name(dtype()) << ")";
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
+
+// --- creation ---
+
+Tensor fill(const Shape& shape, double value, DType dtype) {
+  Tensor t(shape, dtype);
+  DF_DISPATCH_ALL(dtype, "fill", [&] {
+    scalar_t v = convert<scalar_t>(value);
+    scalar_t* p = t.data<scalar_t>();
+    for (int64_t i = 0, n = t.size(); i < n; ++i) p[i] = v;
+  });
+  return t;
+}
+Tensor zeros(const Shape& shape, DType dtype) {
+  Tensor t(shape, dtype);
+  std::memset(t.raw_data(), 0, t.nbytes());
+  return t;
+}
+Tensor ones(const Shape& shape, DType dtype) { return fill(shape, 1.0, dtype); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype()); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype()); }
+Tensor scalar(double value, DType dtype) { return fill(Shape{}, value, dtype); }
+
+Tensor arange(double start, double limit, double delta, DType dtype) {
+  DF_CHECK(delta != 0, "[range] delta must not be 0");
+  DF_CHECK((limit - start) * delta >= 0, "[range] start ", start, " does not reach limit ", limit,
+           " with delta ", delta);
+  int64_t n = int64_t(std::ceil((limit - start) / delta));
+  Tensor t(Shape{n}, dtype);
+  DF_DISPATCH_NUMERIC(dtype, "range", [&] {
+    scalar_t* p = t.data<scalar_t>();
+    for (int64_t i = 0; i < n; ++i) p[i] = convert<scalar_t>(start + double(i) * delta);
+  });
+  return t;
+}
+
+Tensor linspace(double start, double stop, int64_t num, DType dtype) {
+  DF_CHECK(num >= 1, "[linspace] num must be at least 1, got ", num);
+  Tensor t(Shape{num}, dtype);
+  DF_DISPATCH_FLOAT(dtype, "linspace", [&] {
+    scalar_t* p = t.data<scalar_t>();
+    double step = num > 1 ? (stop - start) / double(num - 1) : 0;
+    for (int64_t i = 0; i < num; ++i) p[i] = convert<scalar_t>(i + 1 == num ? stop : start + double(i) * step);
+  });
+  return t;
+}
+
+Tensor eye(int64_t n, int64_t m, DType dtype) {
+  if (m < 0) m = n;
+  DF_CHECK(n >= 0, "[eye] num_rows must be non-negative, got ", n);
+  Tensor t = zeros({n, m}, dtype);
+  DF_DISPATCH_ALL(dtype, "eye", [&] {
+    scalar_t* p = t.data<scalar_t>();
+    for (int64_t i = 0; i < std::min(n, m); ++i) p[i * m + i] = convert<scalar_t>(1.0);
+  });
+  return t;
+}
+
+template <class T> Tensor constant(const std::vector<T>& values, const Shape& shape) {
+  DF_CHECK(shape.num_elements() == int64_t(values.size()), "[constant] ", values.size(),
+           " values do not fill shape ", shape);
+  Tensor t(shape, dtype_v<T>);
+  T* p = t.data<T>();
+  for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];
+  return t;
+}
+template Tensor constant(const std::vector<float>&, const Shape&);
+template Tensor constant(const std::vector<double>&, const Shape&);
+template Tensor constant(const std::vector<int32_t>&, const Shape&);
+template Tensor constant(const std::vector<int64_t>&, const Shape&);
+template Tensor constant(const std::vector<uint8_t>&, const Shape&);
+template Tensor constant(const std::vector<int8_t>&, const Shape&);
+template Tensor constant(const std::vector<Half>&, const Shape&);
+template Tensor constant(const std::vector<BFloat16>&, const Shape&);
+
+template <> Tensor constant(const std::vector<bool>& values, const Shape& shape) {
+  DF_CHECK(shape.num_elements() == int64_t(values.size()), "[constant] ", values.size(),
+           " values do not fill shape ", shape);
+  Tensor t(shape, DType::Bool);
+  bool* p = t.data<bool>();
+  for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];
+  return t;
+}
+
+Tensor constant(std::initializer_list<float> values, const Shape& shape) {
+  return constant(std::vector<float>(values), shape);
+}
+Tensor constant(std::initializer_list<float> values) { return constant(std::vector<float>(values)); }
+
+Tensor constant(const std::vector<double>& values, const Shape& shape, DType dtype) {
+  DF_CHECK(shape.num_elements() == int64_t(values.size()), "[constant] ", values.size(),
+           " values do not fill shape ", shape);
+  Tensor t(shape, dtype);
+  DF_DISPATCH_ALL(dtype, "constant", [&] {
+    scalar_t* p = t.data<scalar_t>();
+    for (size_t i = 0; i < values.size(); ++i) p[i] = convert<scalar_t>(values[i]);
+  });
+  return t;
+}
+
+}  // namespace deepflow

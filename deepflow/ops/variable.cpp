@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "deepflow/ops/variable.h"
+
+#include "deepflow/ops/ops.h"
+
+namespace deepflow {
+
+struct Variable::State {
+  std::string name;
+  bool trainable = true;
+  TensorImpl impl;  // storage, shape, dtype and the shared id
+};
+
+Variable::Variable(const Tensor& initial_value, std::string name, bool trainable) {
+  DF_CHECK(initial_value.defined(), "[Variable] '", name, "' needs an initial value");
+  DF_CHECK(!initial_value.is_symbolic(), "[Variable] '", name, "' needs a concrete initial value");
+  state_ = std::make_shared<State>();
+  state_->name = std::move(name);
+  state_->trainable = trainable;
+  Tensor copy = initial_value.clone();
+  state_->impl = *copy.impl();
+  state_->impl.id = TensorImpl::next_id();
+  state_->impl.flags = trainable ? kTrainableVariable : 0;
+}
+
+Tensor Variable::value() const {
+  DF_CHECK(state_, "[Variable] read of an undefined variable");
+  return Tensor(std::make_shared<TensorImpl>(state_->impl));
+}
+
+void Variable::assign(const Tensor& value) {
+  DF_CHECK(state_, "[Variable.assign] undefined variable");
+  DF_CHECK(value.dtype() == dtype() && value.shape() == shape(), "[Variable.assign] '", name(), "' is ",
+           dtype_name(dtype()), shape(), ", value is ", dtype_name(value.dtype()), value.shape());
+  TensorImpl& impl = state_->impl;
+  // Assignment swaps buffers and never writes into one, so sharing the value's
+  // buffer is safe and reads taken before an assignment keep their values.
+  if (!value.is_symbolic()) {
+    impl.storage = value.impl()->storage;
+    impl.offset = value.impl()->offset;
+    return;
+  }
+  fail("[Variable.assign] '", name(), "' cannot take a symbolic value outside a graph");
+}
+
+void Variable::assign_add(const Tensor& delta) {
+  Tensor sum = add(value(), delta);
+  assign(sum);
+}
+void Variable::assign_sub(const Tensor& delta) {
+  Tensor diff = sub(value(), delta);
+  assign(diff);
+}
+
+const std::string& Variable::name() const { return state_->name; }
+bool Variable::trainable() const { return state_->trainable; }
+void Variable::set_trainable(bool trainable) {
+  state_->trainable = trainable;
+  state_->impl.flags = trainable ? kTrainableVariable : 0;
+}
+const Shape& Variable::shape() const { return state_->impl.shape; }
+DType Variable::dtype() const { return state_->impl.dtype; }
+uint64_t Variable::id() const { return state_->impl.id; }
+
+}  // namespace deepflow

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what the build, tests, benchmarks and demo need, from Debian's packages.
+# Idempotent: does nothing when everything is present; runs `apt-get update` once
+# when a package is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config
+  libdnnl-dev libgtest-dev libgmock-dev libbenchmark-dev
+)
+if [[ "${DEEPFLOW_PEERS:-0}" == 1 ]]; then
+  # Peers for side-by-side benchmarks; without libopenblas0-openmp torch falls back to a slow BLAS.
+  packages+=(python3-torch libopenblas0-openmp python3-numpy)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
