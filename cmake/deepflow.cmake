@@ -2,7 +2,7 @@
 # Shared build settings: warnings and sanitizers.
 
 function(deepflow_set_warnings target)
-  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers)
 endfunction()
 
 if(DEEPFLOW_SANITIZE)
