@@ -7,6 +7,7 @@
 
 #include "deepflow/ops/infer_util.h"
 #include "deepflow/ops/ops.h"
+#include "deepflow/ops/shape_util.h"
 
 namespace deepflow {
 namespace {
@@ -156,7 +157,6 @@ Tensor slice_axis(const Tensor& x, int axis, int64_t start, int64_t len) {
 }  // namespace
 
 namespace detail {
-/// Per input dim of a strided_slice(_grad) call: first index, step and count (for the kernels).
 void strided_slice_dense(const OpCall& c, const Shape& in, std::vector<int64_t>& begin,
                          std::vector<int64_t>& stride, std::vector<int64_t>& count) {
   StridedPlan p = plan_strided(c, in);

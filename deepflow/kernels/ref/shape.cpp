@@ -5,12 +5,7 @@
 
 #include "deepflow/kernels/kernel.h"
 #include "deepflow/kernels/ref/ref_util.h"
-
-namespace deepflow::detail {
-// Defined in ops/shape.cpp: TensorFlow's strided-slice canonicalization, per input dim.
-void strided_slice_dense(const OpCall& c, const Shape& in, std::vector<int64_t>& begin, std::vector<int64_t>& stride,
-                         std::vector<int64_t>& count);
-}  // namespace deepflow::detail
+#include "deepflow/ops/shape_util.h"
 
 namespace deepflow {
 namespace {
