@@ -93,11 +93,13 @@ namespace {
 // Runs the recorded vjps backwards from `seeds` (one per target) and returns the
 // accumulated gradient of each source. Only entries on a path from a source are
 // differentiated. See Note [Gradient accumulation].
-std::vector<Tensor> backward(const std::vector<GradientTape::Impl::Entry>& entries,
-                             const std::vector<Tensor>& targets, const std::vector<Tensor>& seeds,
-                             const std::vector<Tensor>& sources, UnconnectedGradients unconnected) {
+std::vector<Tensor> backward(GradientTape::Impl& tape, const std::vector<Tensor>& targets,
+                             const std::vector<Tensor>& seeds, const std::vector<Tensor>& sources,
+                             UnconnectedGradients unconnected) {
+  const auto& entries = tape.entries;
   std::unordered_set<uint64_t> reach;
-  for (const Tensor& s : sources) reach.insert(s.id());
+  for (const Tensor& s : sources)  // a source the tape does not watch gets no gradient (TF)
+    if (tape.is_watched(s)) reach.insert(s.id());
   std::vector<char> active(entries.size(), 0);
   for (size_t i = 0; i < entries.size(); ++i) {
     for (const Tensor& t : entries[i].inputs)
@@ -186,7 +188,7 @@ std::vector<Tensor> GradientTape::gradient(const std::vector<Tensor>& targets, c
   impl_->recording = false;  // our own backward ops are recorded only by outer tapes
   std::vector<Tensor> result;
   try {
-    result = backward(impl_->entries, targets, seeds, sources, unconnected);
+    result = backward(*impl_, targets, seeds, sources, unconnected);
   } catch (...) {
     impl_->recording = prev;
     throw;
@@ -229,7 +231,7 @@ Tensor GradientTape::jacobian(const Tensor& target, const Tensor& source, Unconn
     for (int64_t i = 0; i < n; ++i) {
       Tensor seed = zeros(target.shape(), target.dtype());
       DF_DISPATCH_FLOAT(target.dtype(), "jacobian", [&] { seed.data<scalar_t>()[i] = scalar_t(1.0f); });
-      Tensor g = backward(impl_->entries, {target}, {seed}, {source}, unconnected)[0];
+      Tensor g = backward(*impl_, {target}, {seed}, {source}, unconnected)[0];
       if (!g.defined()) break;  // not connected: every row would be empty
       rows.push_back(reshape(g, Shape{1, source.size()}));
     }

@@ -25,7 +25,7 @@ SeedState& state() {
 
 }  // namespace
 
-void set_random_seed(int64_t seed) {
+void set_random_seed(std::optional<int64_t> seed) {
   SeedState& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   s.global = seed;

@@ -15,8 +15,9 @@
 
 namespace deepflow {
 
-/// Sets the global seed (tf.random.set_seed) and restarts the op-seed sequence.
-void set_random_seed(int64_t seed);
+/// Sets the global seed (tf.random.set_seed) and restarts every op-seed sequence;
+/// std::nullopt clears it (tf.random.set_seed(None)).
+void set_random_seed(std::optional<int64_t> seed);
 
 namespace detail {
 /// (seed, seed2) for an op call, from the global seed and an optional op seed.

@@ -56,8 +56,11 @@ TEST(Registry, UnknownOpNameIsAnError) {
 }
 
 TEST(Registry, RowsNameRegisteredOps) {
-  for (const OpCase& c : all_op_cases())
-    if (!c.op.empty()) EXPECT_NO_THROW(op_id_from_name(c.op)) << c.name;
+  for (const OpCase& c : all_op_cases()) {
+    if (!c.op.empty()) {
+      EXPECT_NO_THROW(op_id_from_name(c.op)) << c.name;
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: Apache-2.0
+// matmul on oneDNN for float32, bfloat16 and float16 (same dtype in and out).
+//
+// Transposes are memory-desc strides (no copies). A b without batch dims folds a's
+// batch into its rows (one 2D product); equal batch dims collapse into one; other
+// shapes use oneDNN's broadcasting of size-1 batch dims. Primitive creation costs
+// far more than a small product, so primitives are cached by their memory descs
+// in a small LRU; the scratchpad comes from our caching allocator per call, which
+// keeps a cached primitive safe to run from several threads at once.
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstring>
+#include <immintrin.h>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "deepflow/core/parallel.h"
+#include "deepflow/kernels/kernel.h"
+
+namespace deepflow {
+namespace {
+
+using dims = dnnl::memory::dims;
+using dt = dnnl::memory::data_type;
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+dnnl::stream& thread_stream() {
+  thread_local dnnl::stream s(cpu_engine());
+  return s;
+}
+
+dt dnnl_type(DType t) {
+  switch (t) {
+    case DType::BFloat16: return dt::bf16;
+    case DType::Float16: return dt::f16;
+    default: return dt::f32;
+  }
+}
+
+// The three memory descs of one call, as plain dims and strides (also the cache key).
+struct Plan {
+  dims a_dims, a_strides, b_dims, b_strides, c_dims, c_strides;
+  dt type = dt::f32;
+
+  std::vector<int64_t> key() const {
+    std::vector<int64_t> k{int64_t(type), int64_t(a_dims.size())};
+    for (const dims* d : {&a_dims, &a_strides, &b_dims, &b_strides, &c_dims, &c_strides})
+      k.insert(k.end(), d->begin(), d->end());
+    return k;
+  }
+};
+
+// Row-major strides of `shape` (batch dims, then rows, cols), with the last two swapped
+// when the operand is stored transposed.
+dims operand_strides(const dims& logical, bool transposed) {
+  const size_t r = logical.size();
+  dims stored = logical, st(r);
+  if (transposed) std::swap(stored[r - 1], stored[r - 2]);
+  int64_t acc = 1;
+  for (size_t i = r; i-- > 0;) {
+    st[i] = acc;
+    acc *= stored[i];
+  }
+  if (transposed) std::swap(st[r - 1], st[r - 2]);
+  return st;
+}
+
+Plan make_plan(const Tensor& a, const Tensor& b, const Tensor& o, bool ta, bool tb, DType type) {
+  const int64_t m = ta ? a.dim(-1) : a.dim(-2), k = ta ? a.dim(-2) : a.dim(-1), n = tb ? b.dim(-2) : b.dim(-1);
+  const Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+  const Shape bo(o.shape().begin(), o.shape().end() - 2);
+  Plan p;
+  p.type = dnnl_type(type);
+  dims lead_a, lead_b, lead_c;
+  if (bb.num_elements() == 1 && !ta) {
+    // b is one matrix: a's batch folds into its rows, which are contiguous.
+    p.a_dims = {bo.num_elements() * m, k};
+    p.b_dims = {k, n};
+    p.c_dims = {bo.num_elements() * m, n};
+  } else if (ba == bb) {
+    p.a_dims = {ba.num_elements(), m, k};
+    p.b_dims = {bb.num_elements(), k, n};
+    p.c_dims = {bo.num_elements(), m, n};
+  } else {
+    // Broadcast batch dims: pad both to the output's batch rank with leading 1s.
+    const int r = bo.rank();
+    for (int i = 0; i < r; ++i) {
+      const int ia = i - (r - ba.rank()), ib = i - (r - bb.rank());
+      p.a_dims.push_back(ia >= 0 ? ba[ia] : 1);
+      p.b_dims.push_back(ib >= 0 ? bb[ib] : 1);
+      p.c_dims.push_back(bo[i]);
+    }
+    p.a_dims.insert(p.a_dims.end(), {m, k});
+    p.b_dims.insert(p.b_dims.end(), {k, n});
+    p.c_dims.insert(p.c_dims.end(), {m, n});
+  }
+  p.a_strides = operand_strides(p.a_dims, ta);
+  p.b_strides = operand_strides(p.b_dims, tb);
+  p.c_strides = operand_strides(p.c_dims, false);
+  return p;
+}
+
+struct Entry {
+  dnnl::matmul prim;
+  dnnl::memory::desc a, b, c, scratch;
+};
+
+// A thread-safe LRU of created primitives. A null entry remembers that oneDNN
+// cannot create this one (e.g. float16 on a CPU without it), so we ask once.
+class PrimitiveCache {
+ public:
+  static constexpr size_t kCapacity = 256;
+
+  std::shared_ptr<const Entry> get(const Plan& p) {
+    std::vector<int64_t> key = p.key();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = map_.find(key);
+      if (it != map_.end()) {
+        lru_.splice(lru_.begin(), lru_, it->second);
+        return it->second->second;
+      }
+    }
+    std::shared_ptr<const Entry> e = create(p);  // slow: outside the lock
+    std::lock_guard<std::mutex> lock(mu_);
+    if (map_.count(key)) return e;
+    lru_.emplace_front(key, e);
+    map_.emplace(std::move(key), lru_.begin());
+    if (lru_.size() > kCapacity) {
+      map_.erase(lru_.back().first);
+      lru_.pop_back();
+    }
+    return e;
+  }
+
+ private:
+  struct KeyHash {
+    size_t operator()(const std::vector<int64_t>& k) const {
+      size_t h = 1469598103934665603ull;
+      for (int64_t v : k) h = (h ^ size_t(v)) * 1099511628211ull;
+      return h;
+    }
+  };
+
+  static std::shared_ptr<const Entry> create(const Plan& p) {
+    try {
+      dnnl::memory::desc a(p.a_dims, p.type, p.a_strides), b(p.b_dims, p.type, p.b_strides),
+          c(p.c_dims, p.type, p.c_strides);
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, cpu_engine());
+      return std::make_shared<const Entry>(Entry{dnnl::matmul(pd), a, b, c, pd.scratchpad_desc()});
+    } catch (const dnnl::error&) {
+      return nullptr;
+    }
+  }
+
+  std::mutex mu_;
+  std::list<std::pair<std::vector<int64_t>, std::shared_ptr<const Entry>>> lru_;
+  std::unordered_map<std::vector<int64_t>, decltype(lru_)::iterator, KeyHash> map_;
+};
+
+PrimitiveCache& cache() {
+  static PrimitiveCache* c = new PrimitiveCache;  // never destroyed: kernels may run at exit
+  return *c;
+}
+
+// Runs a cached primitive; false when oneDNN has none for this plan.
+bool run_primitive(const Plan& p, const void* a, const void* b, void* o) {
+  std::shared_ptr<const Entry> e = cache().get(p);
+  if (!e) return false;
+  dnnl::engine& eng = cpu_engine();
+  dnnl::memory ma(e->a, eng, const_cast<void*>(a)), mb(e->b, eng, const_cast<void*>(b)), mc(e->c, eng, o);
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
+  Tensor scratch;
+  if (size_t bytes = e->scratch.get_size()) {
+    scratch = Tensor(Shape{int64_t(bytes)}, DType::UInt8);
+    args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(e->scratch, eng, scratch.raw_data()));
+  }
+  dnnl::stream& s = thread_stream();
+  e->prim.execute(s, args);
+  s.wait();
+  return true;
+}
+
+// float16 <-> float32 with F16C where the build has it (8 lanes, round to nearest even
+// like Half), one element at a time otherwise.
+void convert_all(const Half* src, float* dst, int64_t n) {
+  parallel_for(n, kParallelGrain, [&](int64_t b, int64_t e) {
+    int64_t i = b;
+#ifdef __F16C__
+    for (; i + 8 <= e; i += 8)
+      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+#endif
+    for (; i < e; ++i) dst[i] = float(src[i]);
+  });
+}
+void convert_all(const float* src, Half* dst, int64_t n) {
+  parallel_for(n, kParallelGrain, [&](int64_t b, int64_t e) {
+    int64_t i = b;
+#ifdef __F16C__
+    for (; i + 8 <= e; i += 8)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                       _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+    for (; i < e; ++i) dst[i] = Half(src[i]);
+  });
+}
+
+void matmul_onednn(const OpCall& c, TensorList& out) {
+  const Tensor &a = c.in(0), &b = c.in(1);
+  Tensor& o = out[0];
+  const bool ta = c.attr_bool("transpose_a"), tb = c.attr_bool("transpose_b");
+  if (o.size() == 0) return;
+  if ((ta ? a.dim(-2) : a.dim(-1)) == 0) {  // k = 0: a sum of nothing
+    std::memset(o.raw_data(), 0, o.nbytes());
+    return;
+  }
+  Plan p = make_plan(a, b, o, ta, tb, a.dtype());
+  if (run_primitive(p, a.raw_data(), b.raw_data(), o.raw_data())) return;
+  if (a.dtype() == DType::Float16) {
+    // oneDNN 2.6 has no float16 matmul on CPUs without AVX512-FP16: compute in float32.
+    Tensor af(a.shape(), DType::Float32), bf(b.shape(), DType::Float32), of(o.shape(), DType::Float32);
+    convert_all(a.data<Half>(), af.data<float>(), a.size());
+    convert_all(b.data<Half>(), bf.data<float>(), b.size());
+    if (run_primitive(make_plan(a, b, o, ta, tb, DType::Float32), af.raw_data(), bf.raw_data(), of.raw_data())) {
+      convert_all(of.data<float>(), o.data<Half>(), o.size());
+      return;
+    }
+  }
+  kernels_for(OpId::MatMul).back().run(c, out);  // the reference kernel: always correct
+}
+
+bool onednn_types(const OpCall& c) {
+  const DType t = c.in(0).dtype();
+  return t == DType::Float32 || t == DType::BFloat16 || t == DType::Float16;
+}
+
+}  // namespace
+
+DF_REGISTER_KERNEL(MatMul, {.name = "cpu:onednn", .priority = kCpuPriority, .supports = onednn_types,
+                            .run = matmul_onednn});
+
+}  // namespace deepflow
