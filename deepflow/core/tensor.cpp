@@ -3,6 +3,8 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ostream>
 #include <sstream>
@@ -119,25 +121,73 @@ Tensor Tensor::clone() const {
 
 namespace {
 
-std::string format_element(const Tensor& t, int64_t i) {
-  std::ostringstream os;
+// numpy's default float format: the shortest digits that round-trip, at most 8
+// after the point, decimal points aligned across the array ("maxprec" mode), and
+// scientific notation when magnitudes are very large or very small.
+struct FloatFormat {
+  bool scientific = false;
+  int sci_digits = 0;  ///< mantissa digits after the point, the most any element needs (max 8)
+  int int_width = 0, frac_width = 0;
+};
+
+std::string shortest(double v, bool single) {
+  char buf[64];
+  for (int p = 1; p <= 17; ++p) {
+    std::snprintf(buf, sizeof buf, "%.*g", p, v);
+    double back = std::strtod(buf, nullptr);
+    if (single ? float(back) == float(v) : back == v) break;
+  }
+  return buf;
+}
+
+std::string fixed_digits(double v, bool single) {
+  // Fractional digits the shortest form needs, capped at 8.
+  std::string s = shortest(v, single);
+  int frac = 0;
+  if (auto e = s.find('e'); e != std::string::npos) {
+    int exp = std::atoi(s.c_str() + e + 1);
+    auto dot = s.find('.');
+    int mant_frac = dot == std::string::npos || dot > e ? 0 : int(e - dot - 1);
+    frac = std::max(0, mant_frac - exp);
+  } else if (auto dot = s.find('.'); dot != std::string::npos) {
+    frac = int(s.size() - dot - 1);
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", std::min(frac, 8), v);
+  std::string out = buf;
+  if (out.find('.') == std::string::npos) out += '.';
+  while (out.back() == '0' && out[out.size() - 2] != '.') out.pop_back();
+  if (out.size() > 2 && out.back() == '0' && out[out.size() - 2] == '.') out.pop_back();
+  return out;
+}
+
+std::string format_element(const Tensor& t, int64_t i, const FloatFormat& f = {}) {
   double v = t.flat(i);
   if (t.dtype() == DType::Bool) return v != 0 ? "True" : "False";
-  if (is_integer(t.dtype())) {
-    os << int64_t(v);
-    return os.str();
-  }
+  if (is_integer(t.dtype())) return std::to_string(int64_t(v));
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  os.precision(t.dtype() == DType::Float64 ? 8 : 7);
-  os << v;
-  std::string s = os.str();
-  if (s.find_first_of(".e") == std::string::npos) s += '.';
-  return s;
+  bool single = t.dtype() != DType::Float64;
+  if (f.scientific) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*e", f.sci_digits, v);
+    std::string m = buf;
+    if (f.sci_digits == 0) m.insert(m.find('e'), ".");  // numpy writes "1.e-05"
+    return m;
+  }
+  return fixed_digits(v, single);
+}
+
+// Pads a fixed-notation number so decimal points line up.
+std::string align(const std::string& s, const FloatFormat& f) {
+  auto dot = s.find('.');
+  if (dot == std::string::npos) return std::string(std::max(0, f.int_width + f.frac_width + 1 - int(s.size())), ' ') + s;
+  int ip = int(dot), fp = int(s.size() - dot - 1);
+  return std::string(std::max(0, f.int_width - ip), ' ') + s + std::string(std::max(0, f.frac_width - fp), ' ');
 }
 
 void print_rec(std::ostream& os, const Tensor& t, int axis, int64_t offset, const std::vector<int64_t>& strides,
-               int width, bool summarize) {
+               int width, const FloatFormat& ff, bool summarize) {
   const int64_t n = t.shape()[axis];
   constexpr int64_t kEdge = 3;
   os << '[';
@@ -152,10 +202,11 @@ void print_rec(std::ostream& os, const Tensor& t, int axis, int64_t offset, cons
       else os << std::string(t.rank() - axis - 1, '\n') << std::string(axis + 1, ' ');
     }
     if (axis + 1 == t.rank()) {
-      std::string s = format_element(t, offset + i * strides[axis]);
-      os << std::string(width - int(s.size()), ' ') << s;
+      std::string s = format_element(t, offset + i * strides[axis], ff);
+      if (is_floating(t.dtype()) && !ff.scientific) s = align(s, ff);
+      os << std::string(std::max(0, width - int(s.size())), ' ') << s;
     } else {
-      print_rec(os, t, axis + 1, offset + i * strides[axis], strides, width, summarize);
+      print_rec(os, t, axis + 1, offset + i * strides[axis], strides, width, ff, summarize);
     }
   }
   os << ']';
@@ -167,10 +218,44 @@ std::string array_string(const Tensor& t) {
   if (t.is_symbolic()) return "<symbolic>";
   if (t.rank() == 0) return format_element(t, 0);
   bool summarize = t.size() > 1000;
+  FloatFormat ff;
+  if (is_floating(t.dtype())) {
+    double max_abs = 0, min_abs = INFINITY;
+    for (int64_t i = 0; i < t.size(); ++i) {
+      double a = std::fabs(t.flat(i));
+      if (!std::isfinite(a)) continue;
+      max_abs = std::max(max_abs, a);
+      if (a > 0) min_abs = std::min(min_abs, a);
+    }
+    ff.scientific = max_abs >= 1e8 || min_abs < 1e-4 || (std::isfinite(min_abs) && max_abs / min_abs > 1e3);
+    for (int64_t i = 0; i < t.size() && ff.scientific; ++i) {
+      double v = t.flat(i);
+      if (!std::isfinite(v)) continue;
+      char buf[64];
+      int p = 0;  // the fewest mantissa digits that round-trip this element
+      for (; p < 8; ++p) {
+        std::snprintf(buf, sizeof buf, "%.*e", p, v);
+        double back = std::strtod(buf, nullptr);
+        if (t.dtype() == DType::Float64 ? back == v : float(back) == float(v)) break;
+      }
+      ff.sci_digits = std::max(ff.sci_digits, p);
+    }
+    for (int64_t i = 0; i < t.size() && !ff.scientific; ++i) {
+      std::string s = format_element(t, i, ff);
+      auto dot = s.find('.');
+      if (dot == std::string::npos) continue;
+      ff.int_width = std::max(ff.int_width, int(dot));
+      ff.frac_width = std::max(ff.frac_width, int(s.size() - dot - 1));
+    }
+  }
   int width = 0;
-  for (int64_t i = 0; i < t.size(); ++i) width = std::max(width, int(format_element(t, i).size()));
+  for (int64_t i = 0; i < t.size(); ++i) {
+    std::string s = format_element(t, i, ff);
+    if (is_floating(t.dtype()) && !ff.scientific) s = align(s, ff);
+    width = std::max(width, int(s.size()));
+  }
   std::ostringstream os;
-  print_rec(os, t, 0, 0, contiguous_strides(t.shape()), width, summarize);
+  print_rec(os, t, 0, 0, contiguous_strides(t.shape()), width, ff, summarize);
   return os.str();
 }
 

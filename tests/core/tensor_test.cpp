@@ -120,7 +120,11 @@ TEST(Tensor, ViewsShareStorage) {
 TEST(Tensor, PrintsLikeNumpy) {
   EXPECT_EQ(constant({1.f, 2.f, 3.f, 4.f}, {2, 2}).to_string(),
             "tf.Tensor(\n[[1. 2.]\n [3. 4.]], shape=(2, 2), dtype=float32)");
-  EXPECT_EQ(constant({0.5f, -1.25f}).to_string(), "tf.Tensor([  0.5 -1.25], shape=(2,), dtype=float32)");
+  EXPECT_EQ(constant({0.5f, -1.25f}).to_string(), "tf.Tensor([ 0.5  -1.25], shape=(2,), dtype=float32)");
+  EXPECT_EQ(constant({-0.23840584f, 0.f, 1.7615942f}).to_string(),
+            "tf.Tensor([-0.23840584  0.          1.7615942 ], shape=(3,), dtype=float32)");
+  EXPECT_EQ(constant({1e-5f, 1.f}).to_string(), "tf.Tensor([1.e-05 1.e+00], shape=(2,), dtype=float32)");
+  EXPECT_EQ(constant({0.1, 0.25}, {2}, DType::Float64).to_string(), "tf.Tensor([0.1  0.25], shape=(2,), dtype=float64)");
   EXPECT_EQ(scalar(3, DType::Int32).to_string(), "tf.Tensor(3, shape=(), dtype=int32)");
   EXPECT_EQ(constant(std::vector<bool>{true, false}).to_string(),
             "tf.Tensor([ True False], shape=(2,), dtype=bool)");
