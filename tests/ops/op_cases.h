@@ -22,6 +22,7 @@
 
 #include <functional>
 #include <limits>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,10 @@ struct KinkCase {
   TensorList inputs;  ///< float64
   TensorList grads;   ///< expected gradient of sum(outputs) for each input
 };
+
+/// gtest prints rows and kink rows by name (not as bytes).
+inline void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
+inline void PrintTo(const KinkCase& c, std::ostream* os) { *os << c.name; }
 
 std::vector<OpCase>& all_op_cases();
 std::vector<KinkCase>& all_kink_cases();
