@@ -51,6 +51,11 @@ void record_on_tapes(const OpDef& def, std::span<const Tensor> inputs, const Att
     tape->entries.push_back({&def, attrs, TensorList(inputs.begin(), inputs.end()), outputs});
   }
 }
+bool any_tape_recording() {
+  for (const GradientTape::Impl* tape : t_tapes)
+    if (tape->recording) return true;
+  return false;
+}
 }  // namespace detail
 
 GradientTape::GradientTape(bool persistent, bool watch_accessed_variables)

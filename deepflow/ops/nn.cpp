@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Neural-network composites (tf.nn): softmax, cross-entropies, normalizations,
 // dropout. Each is built from public ops, so gradients of every order follow.
+#include "deepflow/ops/op.h"
 #include "deepflow/ops/ops.h"
 
 namespace deepflow {
@@ -27,6 +28,17 @@ void check_same_shape(const char* op, const Tensor& labels, const Tensor& logits
            logits.shape(), " differ");
   DF_CHECK(labels.dtype() == logits.dtype(), "[", op, "] labels are ", dtype_name(labels.dtype()),
            " but logits are ", dtype_name(logits.dtype()));
+}
+
+// gamma or beta as a [c] vector for the fused layer_norm primitive (ones / zeros when
+// undefined), or an undefined tensor when it is not one value per channel of x.
+Tensor per_channel(const Tensor& t, const Tensor& x, double fill) {
+  const int64_t c = x.dim(-1);
+  if (!t.defined()) return c >= 0 && !x.is_symbolic() ? deepflow::fill(Shape{c}, fill, x.dtype()) : Tensor();
+  if (t.dtype() != x.dtype() || t.rank() > x.rank() || t.rank() == 0 || c < 0 || t.dim(-1) != c) return Tensor();
+  for (int i = 0; i + 1 < t.rank(); ++i)
+    if (t.dim(i) != 1) return Tensor();
+  return t.rank() == 1 ? t : reshape(t, Shape{c});
 }
 
 }  // namespace
@@ -112,6 +124,11 @@ Tensor layer_normalization(const Tensor& x, const Tensor& gamma, const Tensor& b
   DF_CHECK(!axes.empty(), "[layer_normalization] needs at least one axis");
   Axes norm;
   for (int64_t a : axes) norm.push_back(normalize_axis("layer_normalization", a, x.rank()));
+  if (norm.size() == 1 && norm[0] == x.rank() - 1) {
+    // The last axis alone with per-channel gamma and beta: the fused primitive (one pass, oneDNN).
+    Tensor g = per_channel(gamma, x, 1.0), b = per_channel(beta, x, 0.0);
+    if (g.defined() && b.defined()) return dispatch(OpId::LayerNorm, {x, g, b}, {{"epsilon", epsilon}})[0];
+  }
   auto [mean, variance] = moments(x, norm, /*keepdims=*/true);
   Tensor y = (x - mean) * rsqrt(variance + epsilon);
   if (gamma.defined()) y = y * gamma;

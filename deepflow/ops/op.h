@@ -190,6 +190,8 @@ namespace detail {
 extern thread_local int g_active_tapes;
 void record_on_tapes(const OpDef& def, std::span<const Tensor> inputs, const Attrs& attrs,
                      const TensorList& outputs);
+/// True while some GradientTape of this thread records (so a vjp's ops may be differentiated again).
+bool any_tape_recording();
 /// Checks attrs against the schema: unknown names and wrong kinds are errors.
 void check_attrs(const OpDef& def, const Attrs& attrs);
 }  // namespace detail

@@ -40,6 +40,9 @@
   X(Conv2D, "conv2d") X(Conv2DBackpropInput, "conv2d_backprop_input")                   \
   X(Conv2DBackpropFilter, "conv2d_backprop_filter") X(MaxPool, "max_pool")              \
   X(MaxPoolGrad, "max_pool_grad") X(AvgPool, "avg_pool") X(AvgPoolGrad, "avg_pool_grad") \
+  /* fused normalization (oneDNN): ops/norm.cpp */                                      \
+  X(FusedBatchNorm, "fused_batch_norm") X(FusedBatchNormGrad, "fused_batch_norm_grad")  \
+  X(LayerNorm, "layer_norm") X(LayerNormGrad, "layer_norm_grad")                        \
   /* random number generation: ops/random.cpp */                                        \
   X(RandomUniform, "random_uniform") X(RandomNormal, "random_normal")                   \
   X(TruncatedNormal, "truncated_normal")

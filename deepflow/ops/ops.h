@@ -211,6 +211,16 @@ Tensor avg_pool2d(const Tensor& input, const Axes& ksize, const Axes& strides,
 /// (x - mean) / sqrt(variance + eps) * scale + offset; mean etc. broadcast against x.
 Tensor batch_normalization(const Tensor& x, const Tensor& mean, const Tensor& variance,
                            const Tensor& offset, const Tensor& scale, double variance_epsilon);
+/// TensorFlow's FusedBatchNormV3, channels last: x [..., c], scale, offset, mean, variance [c].
+/// training: normalizes with the batch statistics over every dim but the last and returns
+/// them (the variance Bessel-corrected, as TensorFlow returns it; mean and variance inputs
+/// are ignored and may be empty); inference: normalizes with the given mean and variance.
+struct FusedBatchNormResult {
+  Tensor y, batch_mean, batch_variance;
+};
+FusedBatchNormResult fused_batch_norm(const Tensor& x, const Tensor& scale, const Tensor& offset,
+                                      const Tensor& mean, const Tensor& variance, double epsilon = 1e-3,
+                                      bool training = true);
 /// Normalizes over `axes` with per-feature gamma and beta (which broadcast against x).
 Tensor layer_normalization(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                            const Axes& axes = {-1}, double epsilon = 1e-3);

@@ -9,15 +9,12 @@
 // place, so reordered weights are not kept across calls). Primitives are cached
 // by geometry and dtype in a small LRU; a call oneDNN cannot implement (float64,
 // float16 without hardware support, empty tensors) falls back to the next kernel.
-#include <oneapi/dnnl/dnnl.hpp>
-
-#include <list>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <unordered_map>
 
 #include "deepflow/core/parallel.h"
+#include "deepflow/kernels/cpu/onednn_util.h"
 #include "deepflow/kernels/kernel.h"
 #include "deepflow/ops/conv.h"
 
@@ -29,23 +26,11 @@ using detail::ConvGeometry;
 using Tag = dn::memory::format_tag;
 using DT = dn::memory::data_type;
 
-dn::engine& cpu_engine() {
-  static dn::engine e(dn::engine::kind::cpu, 0);
-  return e;
-}
-dn::stream& thread_stream() {
-  thread_local dn::stream s(cpu_engine());
-  return s;
-}
-
-std::optional<DT> dnnl_type(DType t) {
-  switch (t) {
-    case DType::Float32: return DT::f32;
-    case DType::BFloat16: return DT::bf16;
-    case DType::Float16: return DT::f16;
-    default: return std::nullopt;
-  }
-}
+using onednn::cpu_engine;
+using onednn::scratch_tensor;
+using onednn::thread_stream;
+using onednn::user_scratchpad;
+std::optional<DT> dnnl_type(DType t) { return onednn::data_type(t); }
 
 // A ready primitive: `weights` is the layout it wants for filters (conv only) and
 // `reorder` converts between that layout and HWIO when they differ.
@@ -57,40 +42,9 @@ struct Prim {
 };
 using PrimPtr = std::shared_ptr<const Prim>;
 
-// A thread-safe LRU of primitives; a null entry remembers that oneDNN refused a call.
-class PrimCache {
- public:
-  template <class Make>
-  PrimPtr get(const std::string& key, Make&& make) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = map_.find(key); it != map_.end()) {
-      lru_.splice(lru_.begin(), lru_, it->second);
-      return it->second->second;
-    }
-    PrimPtr p;
-    try {
-      p = make();
-    } catch (const dn::error&) {
-      p = nullptr;
-    }
-    lru_.emplace_front(key, p);
-    map_[key] = lru_.begin();
-    if (lru_.size() > kCapacity) {
-      map_.erase(lru_.back().first);
-      lru_.pop_back();
-    }
-    return p;
-  }
-
- private:
-  static constexpr size_t kCapacity = 256;
-  std::mutex mu_;
-  std::list<std::pair<std::string, PrimPtr>> lru_;
-  std::unordered_map<std::string, std::list<std::pair<std::string, PrimPtr>>::iterator> map_;
-};
-PrimCache& cache() {
-  static PrimCache c;
-  return c;
+onednn::PrimitiveCache<Prim>& cache() {
+  static auto* c = new onednn::PrimitiveCache<Prim>;  // never destroyed: kernels may run at exit
+  return *c;
 }
 
 std::string geometry_key(const char* op, DType t, const ConvGeometry& g) {
@@ -120,12 +74,6 @@ dn::memory::dims strides_of(const ConvGeometry& g) { return {g.sh, g.sw}; }
 dn::memory::dims dilations_of(const ConvGeometry& g) { return {g.dh - 1, g.dw - 1}; }  // oneDNN counts gaps
 dn::memory::dims pad_l(const ConvGeometry& g) { return {g.pad_top, g.pad_left}; }
 dn::memory::dims pad_r(const ConvGeometry& g) { return {g.pad_bottom, g.pad_right}; }
-
-dn::primitive_attr user_scratchpad() {
-  dn::primitive_attr a;
-  a.set_scratchpad_mode(dn::scratchpad_mode::user);  // per-call scratchpads keep primitives shareable across threads
-  return a;
-}
 
 dn::convolution_forward::primitive_desc conv_fwd_pd(const ConvGeometry& g, DT dt, dn::prop_kind kind) {
   dn::convolution_forward::desc d(kind, dn::algorithm::convolution_direct, src_md(g, dt), any_weights_md(g, dt),
@@ -192,8 +140,6 @@ PrimPtr conv_prim(const OpCall& c) {
 }
 
 bool conv_supported(const OpCall& c) { return conv_prim(c) != nullptr; }
-
-Tensor scratch_tensor(size_t bytes) { return Tensor(Shape{int64_t(std::max<size_t>(bytes, 1))}, DType::UInt8); }
 
 // --- conv2d, conv2d_backprop_input, conv2d_backprop_filter ---
 void onednn_conv(const OpCall& c, TensorList& out) {

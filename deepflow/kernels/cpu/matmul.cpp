@@ -7,17 +7,14 @@
 // far more than a small product, so primitives are cached by their memory descs
 // in a small LRU; the scratchpad comes from our caching allocator per call, which
 // keeps a cached primitive safe to run from several threads at once.
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <cstring>
 #include <immintrin.h>
-#include <list>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
 
 #include "deepflow/core/parallel.h"
+#include "deepflow/kernels/cpu/onednn_util.h"
 #include "deepflow/kernels/kernel.h"
 
 namespace deepflow {
@@ -26,14 +23,8 @@ namespace {
 using dims = dnnl::memory::dims;
 using dt = dnnl::memory::data_type;
 
-dnnl::engine& cpu_engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-dnnl::stream& thread_stream() {
-  thread_local dnnl::stream s(cpu_engine());
-  return s;
-}
+using onednn::cpu_engine;
+using onednn::thread_stream;
 
 dt dnnl_type(DType t) {
   switch (t) {
@@ -111,60 +102,21 @@ struct Entry {
   dnnl::memory::desc a, b, c, scratch;
 };
 
-// A thread-safe LRU of created primitives. A null entry remembers that oneDNN
-// cannot create this one (e.g. float16 on a CPU without it), so we ask once.
-class PrimitiveCache {
- public:
-  static constexpr size_t kCapacity = 256;
-
-  std::shared_ptr<const Entry> get(const Plan& p) {
-    std::vector<int64_t> key = p.key();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = map_.find(key);
-      if (it != map_.end()) {
-        lru_.splice(lru_.begin(), lru_, it->second);
-        return it->second->second;
-      }
-    }
-    std::shared_ptr<const Entry> e = create(p);  // slow: outside the lock
-    std::lock_guard<std::mutex> lock(mu_);
-    if (map_.count(key)) return e;
-    lru_.emplace_front(key, e);
-    map_.emplace(std::move(key), lru_.begin());
-    if (lru_.size() > kCapacity) {
-      map_.erase(lru_.back().first);
-      lru_.pop_back();
-    }
-    return e;
+struct KeyHash {
+  size_t operator()(const std::vector<int64_t>& k) const {
+    size_t h = 1469598103934665603ull;
+    for (int64_t v : k) h = (h ^ size_t(v)) * 1099511628211ull;
+    return h;
   }
-
- private:
-  struct KeyHash {
-    size_t operator()(const std::vector<int64_t>& k) const {
-      size_t h = 1469598103934665603ull;
-      for (int64_t v : k) h = (h ^ size_t(v)) * 1099511628211ull;
-      return h;
-    }
-  };
-
-  static std::shared_ptr<const Entry> create(const Plan& p) {
-    try {
-      dnnl::memory::desc a(p.a_dims, p.type, p.a_strides), b(p.b_dims, p.type, p.b_strides),
-          c(p.c_dims, p.type, p.c_strides);
-      dnnl::primitive_attr attr;
-      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, cpu_engine());
-      return std::make_shared<const Entry>(Entry{dnnl::matmul(pd), a, b, c, pd.scratchpad_desc()});
-    } catch (const dnnl::error&) {
-      return nullptr;
-    }
-  }
-
-  std::mutex mu_;
-  std::list<std::pair<std::vector<int64_t>, std::shared_ptr<const Entry>>> lru_;
-  std::unordered_map<std::vector<int64_t>, decltype(lru_)::iterator, KeyHash> map_;
 };
+using PrimitiveCache = onednn::PrimitiveCache<Entry, std::vector<int64_t>, KeyHash>;
+
+std::shared_ptr<const Entry> create(const Plan& p) {
+  dnnl::memory::desc a(p.a_dims, p.type, p.a_strides), b(p.b_dims, p.type, p.b_strides),
+      c(p.c_dims, p.type, p.c_strides);
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), onednn::user_scratchpad(), cpu_engine());
+  return std::make_shared<const Entry>(Entry{dnnl::matmul(pd), a, b, c, pd.scratchpad_desc()});
+}
 
 PrimitiveCache& cache() {
   static PrimitiveCache* c = new PrimitiveCache;  // never destroyed: kernels may run at exit
@@ -173,7 +125,7 @@ PrimitiveCache& cache() {
 
 // Runs a cached primitive; false when oneDNN has none for this plan.
 bool run_primitive(const Plan& p, const void* a, const void* b, void* o) {
-  std::shared_ptr<const Entry> e = cache().get(p);
+  std::shared_ptr<const Entry> e = cache().get(p.key(), [&] { return create(p); });
   if (!e) return false;
   dnnl::engine& eng = cpu_engine();
   dnnl::memory ma(e->a, eng, const_cast<void*>(a)), mb(e->b, eng, const_cast<void*>(b)), mc(e->c, eng, o);
