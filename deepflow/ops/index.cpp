@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Indexing primitives (gather, gather_nd, scatter_nd, unsorted_segment_sum) and one_hot.
 // Index values are checked by the kernels (before writing), since infer sees only shapes.
+#include "deepflow/ops/index_util.h"
 #include "deepflow/ops/infer_util.h"
 #include "deepflow/ops/ops.h"
 
@@ -10,13 +11,6 @@ namespace {
 using detail::check_index;
 
 bool known(int64_t d) { return d >= 0; }
-
-// Product of dims [from, to) of s (sizes are concrete in vjps).
-int64_t prod(const Shape& s, int from, int to) {
-  int64_t p = 1;
-  for (int i = from; i < to; ++i) p *= s[i];
-  return p;
-}
 
 }  // namespace
 
@@ -50,11 +44,7 @@ static void infer_gather(const OpCall& c, TypeList& out) {
 static TensorList vjp_gather(const OpCall& c, const TensorList& g) {
   const Tensor &params = c.in(0), &indices = c.in(1);
   const Shape& ps = params.shape();
-  int64_t bd = c.attr_int("batch_dims");
-  if (bd < 0) bd += indices.rank();
-  const int axis = normalize_axis("gather", c.attr_int("axis"), params.rank());
-  const int64_t B = prod(ps, 0, int(bd)), O = prod(ps, int(bd), axis), N = ps[axis];
-  const int64_t I = prod(ps, axis + 1, ps.rank()), K = prod(indices.shape(), int(bd), indices.rank());
+  const auto [B, O, N, I, K, axis] = detail::gather_geometry(c);
   if (ps.num_elements() == 0) return {zeros(ps, params.dtype()), Tensor()};
   Tensor gg = reshape(g[0], {B, O, K, I});
   if (O != 1) gg = transpose(gg, {0, 2, 1, 3});

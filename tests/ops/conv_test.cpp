@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include "deepflow/deepflow.h"
+#include "test_util.h"
 #include "deepflow/ops/conv.h"
 
 namespace deepflow {
 namespace {
+
+using testing::error_of;
 
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
@@ -15,15 +18,6 @@ using ::testing::HasSubstr;
 // A [1,h,w,1] image whose pixel (i, j) is i * w + j.
 Tensor ramp(int64_t h, int64_t w, DType dt = DType::Float32) {
   return cast(reshape(arange(0, double(h * w), 1, DType::Float32), {1, h, w, 1}), dt);
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 // A 3x3 all-ones filter sums each 3x3 neighbourhood (zeros outside the image for SAME).

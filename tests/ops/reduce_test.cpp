@@ -9,24 +9,17 @@
 #include <omp.h>
 
 #include "deepflow/deepflow.h"
+#include "test_util.h"
 
 namespace deepflow {
 namespace {
+
+using testing::error_of;
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 const float kInf = std::numeric_limits<float>::infinity();
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 TEST(Reduce, SumMaxMinProdKnownValues) {
   Tensor x = constant({1.f, 2.f, 3.f, 4.f, 5.f, 6.f}, {2, 3});

@@ -8,10 +8,13 @@
 #include <functional>
 
 #include "deepflow/deepflow.h"
+#include "test_util.h"
 #include "deepflow/kernels/kernel.h"
 
 namespace deepflow {
 namespace {
+
+using testing::error_of;
 
 using ::testing::HasSubstr;
 using F = std::vector<float>;
@@ -19,15 +22,6 @@ using I64 = std::vector<int64_t>;
 
 Tensor i64(I64 v, Shape s) { return constant(v, s); }
 Tensor iota(Shape s) { return reshape(arange(0, double(s.num_elements())), s); }
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 // t = [[[1,1,1],[2,2,2]], [[3,3,3],[4,4,4]], [[5,5,5],[6,6,6]]] from the tf.strided_slice docs.
 Tensor tf_doc_t() { return constant({1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 5, 6, 6, 6}, {3, 2, 3}); }

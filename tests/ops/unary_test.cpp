@@ -7,22 +7,16 @@
 #include <limits>
 
 #include "deepflow/deepflow.h"
+#include "test_util.h"
 
 namespace deepflow {
 namespace {
 
+using testing::error_of;
+
 using ::testing::HasSubstr;
 
 std::vector<float> vec(const Tensor& t) { return t.to_vector<float>(); }
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 TEST(Unary, RoundIsHalfToEven) {
   Tensor x = constant({2.5f, -0.5f, 0.5f, 1.5f, -1.5f, -2.5f, 3.5f, 2.4f, -2.6f});

@@ -6,15 +6,10 @@
 
 #include "deepflow/kernels/kernel.h"
 #include "deepflow/kernels/ref/ref_util.h"
+#include "deepflow/ops/index_util.h"
 
 namespace deepflow {
 namespace {
-
-int64_t prod(const Shape& s, int from, int to) {
-  int64_t p = 1;
-  for (int i = from; i < to; ++i) p *= s[i];
-  return p;
-}
 
 // "1,2": the multi-index of flat position f in s (for error messages).
 std::string index_string(const Shape& s, int64_t f) {
@@ -50,12 +45,7 @@ void accumulate(T& a, T b) {
 // out [B, O, K, I] = params [B, O, N, I] at index [B, K].
 void ref_gather(const OpCall& c, TensorList& out) {
   const Tensor &params = c.in(0), &indices = c.in(1);
-  const Shape& ps = params.shape();
-  int64_t bd = c.attr_int("batch_dims");
-  if (bd < 0) bd += indices.rank();
-  const int axis = normalize_axis("gather", c.attr_int("axis"), params.rank());
-  const int64_t B = prod(ps, 0, int(bd)), O = prod(ps, int(bd), axis), N = ps[axis];
-  const int64_t I = prod(ps, axis + 1, ps.rank()), K = prod(indices.shape(), int(bd), indices.rank());
+  const auto [B, O, N, I, K, axis] = detail::gather_geometry(c);
   const std::vector<int64_t> idx = indices.to_vector<int64_t>();
   for (size_t j = 0; j < idx.size(); ++j)
     DF_CHECK(idx[j] >= 0 && idx[j] < N, "[gather] indices[", index_string(indices.shape(), int64_t(j)), "] = ", idx[j],
@@ -73,7 +63,7 @@ void ref_gather(const OpCall& c, TensorList& out) {
 
 // Flat offsets (in units of the trailing slice) of the index tuples into `shape`.
 std::vector<int64_t> nd_offsets(const char* op, const char* what, const Tensor& indices, const Shape& shape) {
-  const int64_t q = indices.dim(-1), m = prod(indices.shape(), 0, indices.rank() - 1);
+  const int64_t q = indices.dim(-1), m = detail::dims_product(indices.shape(), 0, indices.rank() - 1);
   const std::vector<int64_t> v = indices.to_vector<int64_t>();
   std::vector<int64_t> offs(m, 0);
   const Shape outer(shape.begin(), shape.begin() + q);
@@ -94,7 +84,7 @@ std::vector<int64_t> nd_offsets(const char* op, const char* what, const Tensor& 
 void ref_gather_nd(const OpCall& c, TensorList& out) {
   const Tensor &params = c.in(0), &indices = c.in(1);
   const std::vector<int64_t> offs = nd_offsets("gather_nd", "params of shape", indices, params.shape());
-  const int64_t s = prod(params.shape(), int(indices.dim(-1)), params.rank());
+  const int64_t s = detail::dims_product(params.shape(), int(indices.dim(-1)), params.rank());
   DF_DISPATCH_ALL(params.dtype(), "gather_nd", [&] {
     const scalar_t* pp = params.data<scalar_t>();
     scalar_t* po = out[0].data<scalar_t>();
@@ -107,7 +97,7 @@ void ref_scatter_nd(const OpCall& c, TensorList& out) {
   const Tensor &indices = c.in(0), &updates = c.in(1);
   Tensor& o = out[0];
   const std::vector<int64_t> offs = nd_offsets("scatter_nd", "shape", indices, o.shape());
-  const int64_t s = prod(o.shape(), int(indices.dim(-1)), o.rank());
+  const int64_t s = detail::dims_product(o.shape(), int(indices.dim(-1)), o.rank());
   std::memset(o.raw_data(), 0, o.nbytes());
   DF_DISPATCH_ALL(updates.dtype(), "scatter_nd", [&] {
     const scalar_t* pu = updates.data<scalar_t>();
@@ -120,7 +110,7 @@ void ref_scatter_nd(const OpCall& c, TensorList& out) {
 void ref_unsorted_segment_sum(const OpCall& c, TensorList& out) {
   const Tensor &data = c.in(0), &ids = c.in(1);
   Tensor& o = out[0];
-  const int64_t num = c.attr_int("num_segments"), s = prod(data.shape(), ids.rank(), data.rank());
+  const int64_t num = c.attr_int("num_segments"), s = detail::dims_product(data.shape(), ids.rank(), data.rank());
   const std::vector<int64_t> v = ids.to_vector<int64_t>();
   std::memset(o.raw_data(), 0, o.nbytes());
   DF_DISPATCH_NUMERIC(data.dtype(), "unsorted_segment_sum", [&] {
