@@ -77,20 +77,38 @@ class BroadcastPlan {
   }
 
   /// Calls f(out_offset, in_offsets, in_inner_strides, n) for every output row, in parallel.
+  /// With fewer rows than threads (a flat add of two same-shape tensors is one row), the
+  /// rows are split into column chunks instead, so long rows use every core too.
   template <class F>
   void for_each_row(F&& f) const {
+    std::array<int64_t, kMaxInputs> inner_st{};
+    for (int q = 0; q < n_in_; ++q) inner_st[q] = strides_[q][rank_ - 1];
+    auto row_offsets = [&](int64_t row, std::array<int64_t, kMaxInputs>& off) {
+      int64_t rem = row;
+      off.fill(0);
+      for (int i = rank_ - 2; i >= 0; --i) {
+        int64_t idx = rem % dims_[i];
+        rem /= dims_[i];
+        for (int q = 0; q < n_in_; ++q) off[q] += idx * strides_[q][i];
+      }
+    };
+    if (rows_ < intra_op_threads() && inner_ > kParallelGrain) {
+      for (int64_t row = 0; row < rows_; ++row) {
+        std::array<int64_t, kMaxInputs> base{};
+        row_offsets(row, base);
+        parallel_for(inner_, kParallelGrain, [&](int64_t cb, int64_t ce) {
+          std::array<int64_t, kMaxInputs> off = base;
+          for (int q = 0; q < n_in_; ++q) off[q] += cb * inner_st[q];
+          f(row * inner_ + cb, off.data(), inner_st.data(), ce - cb);
+        });
+      }
+      return;
+    }
     const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(inner_, 1));
     parallel_for(rows_, grain, [&](int64_t rb, int64_t re) {
-      std::array<int64_t, kMaxInputs> off{}, inner_st{};
-      for (int q = 0; q < n_in_; ++q) inner_st[q] = strides_[q][rank_ - 1];
+      std::array<int64_t, kMaxInputs> off{};
       for (int64_t row = rb; row < re; ++row) {
-        int64_t rem = row;
-        off.fill(0);
-        for (int i = rank_ - 2; i >= 0; --i) {
-          int64_t idx = rem % dims_[i];
-          rem /= dims_[i];
-          for (int q = 0; q < n_in_; ++q) off[q] += idx * strides_[q][i];
-        }
+        row_offsets(row, off);
         f(row * inner_, off.data(), inner_st.data(), inner_);
       }
     });

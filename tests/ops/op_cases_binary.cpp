@@ -12,6 +12,13 @@ DF_OP_CASES(binary) {
       {.name = "add/scalar", .op = "add", .inputs = {in({3, 4}), in({})}},
       {.name = "add/int", .op = "add", .inputs = {in_int({3, 4}, -5, 5), in_int({4}, -5, 5)}, .gradcheck = false},
       {.name = "add/large", .op = "add", .inputs = {in({300, 257}), in({257})}, .gradcheck = false},
+      // One long row: the optimized kernels split it into column chunks across threads.
+      {.name = "add/long-row", .op = "add", .inputs = {in({70001}), in({70001})}, .gradcheck = false},
+      {.name = "mul/long-row-scalar", .op = "mul", .inputs = {in({2, 70001}), in({})}, .gradcheck = false},
+      // Past 2M float32 elements the flat kernels use streaming stores (odd size: unaligned chunks).
+      {.name = "sub/streaming", .op = "sub", .inputs = {in({2100001}), in({2100001})}, .dtypes = {DType::Float32},
+       .gradcheck = false},
+      {.name = "where/long-row", .op = "where", .inputs = {in_bool({70001}), in({70001}), in({1})}, .gradcheck = false},
       {.name = "add/dtype-mismatch", .op = "add", .inputs = {in({2}), in_int({2}, 0, 3)},
        .error = "[add] dtypes differ: float32[2] and int64[2]"},
       {.name = "add/not-broadcastable", .op = "add", .inputs = {in({2, 3}), in({4})},

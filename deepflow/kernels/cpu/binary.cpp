@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Optimized CPU kernels of the binary primitives: broadcast rows coalesced into
 // flat inner loops (which the compiler vectorizes), split across OpenMP threads.
+#include <immintrin.h>
+
 #include "deepflow/kernels/binary_functors.h"
 #include "deepflow/kernels/broadcast.h"
 #include "deepflow/kernels/kernel.h"
@@ -8,13 +10,39 @@
 namespace deepflow {
 namespace {
 
+// Float32 outputs beyond this many elements do not fit the caches anyway: write them
+// with streaming stores, which skip the read-for-ownership of each output line and
+// cut the memory traffic of a flat add from 4 to 3 passes.
+constexpr int64_t kStreamElements = int64_t(1) << 21;
+
+// po[i] = op(pa[i], pb[i]) in L1-sized blocks, each streamed out to memory.
+template <class Op>
+void flat_streaming_f32(const float* pa, const float* pb, float* po, int64_t n) {
+  constexpr int64_t kBlock = 1024;
+  alignas(64) float buf[kBlock];
+  int64_t i = 0;
+  for (; i < n && (reinterpret_cast<uintptr_t>(po + i) & 31); ++i) po[i] = Op::f(pa[i], pb[i]);
+  for (; i + kBlock <= n; i += kBlock) {
+#pragma omp simd
+    for (int64_t j = 0; j < kBlock; ++j) buf[j] = Op::f(pa[i + j], pb[i + j]);
+    for (int64_t j = 0; j < kBlock; j += 8) _mm256_stream_ps(po + i + j, _mm256_load_ps(buf + j));
+  }
+  for (; i < n; ++i) po[i] = Op::f(pa[i], pb[i]);
+  _mm_sfence();
+}
+
 template <class Op, class T, class R>
 void binary_rows(const BroadcastPlan& plan, const T* a, const T* b, R* o) {
   using CT = compute_t<T>;
+  const bool stream = std::is_same_v<T, float> && std::is_same_v<R, float> && plan.is_flat() &&
+                      plan.inner() >= kStreamElements;
   plan.for_each_row([&](int64_t oo, const int64_t* in, const int64_t* st, int64_t n) {
     const T* pa = a + in[0];
     const T* pb = b + in[1];
     R* po = o + oo;
+    if constexpr (std::is_same_v<T, float> && std::is_same_v<R, float>) {
+      if (stream) return flat_streaming_f32<Op>(pa, pb, po, n);
+    }
     if (st[0] == 1 && st[1] == 1) {
 #pragma omp simd
       for (int64_t i = 0; i < n; ++i) po[i] = R(Op::f(CT(pa[i]), CT(pb[i])));
