@@ -128,3 +128,20 @@ TEST(Dispatch, SymbolicInputOutsideScopeIsAnError) {
 
 }  // namespace
 }  // namespace deepflow
+
+namespace deepflow {
+namespace {
+
+// float16 matmul and conv must not fall to the naive reference kernels.
+TEST(Dispatch, Float16MatmulAndConvComputeInFloat32) {
+  Attrs none, same{{"padding", std::string("SAME")}};
+  std::vector<Tensor> mm{zeros({4, 4}, DType::Float16), zeros({4, 4}, DType::Float16)};
+  EXPECT_STREQ(select_kernel(OpCall{&op_def(OpId::MatMul), mm, &none, {}}).name, "cpu:f16-via-f32");
+  std::vector<Tensor> cv{zeros({1, 8, 8, 4}, DType::Float16), zeros({3, 3, 4, 8}, DType::Float16)};
+  EXPECT_STREQ(select_kernel(OpCall{&op_def(OpId::Conv2D), cv, &same, {}}).name, "cpu:f16-via-f32");
+  std::vector<Tensor> bf{zeros({4, 4}, DType::BFloat16), zeros({4, 4}, DType::BFloat16)};
+  EXPECT_STREQ(select_kernel(OpCall{&op_def(OpId::MatMul), bf, &none, {}}).name, "cpu:onednn");
+}
+
+}  // namespace
+}  // namespace deepflow

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// matmul on oneDNN for float32, bfloat16 and float16 (same dtype in and out).
+// matmul on oneDNN for float32 and bfloat16 (float16: kernels/cpu/half_via_float.cpp).
 //
 // Transposes are memory-desc strides (no copies). A b without batch dims folds a's
 // batch into its rows (one 2D product); equal batch dims collapse into one; other
@@ -8,7 +8,6 @@
 // in a small LRU; the scratchpad comes from our caching allocator per call, which
 // keeps a cached primitive safe to run from several threads at once.
 #include <cstring>
-#include <immintrin.h>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -141,30 +140,6 @@ bool run_primitive(const Plan& p, const void* a, const void* b, void* o) {
   return true;
 }
 
-// float16 <-> float32 with F16C where the build has it (8 lanes, round to nearest even
-// like Half), one element at a time otherwise.
-void convert_all(const Half* src, float* dst, int64_t n) {
-  parallel_for(n, kParallelGrain, [&](int64_t b, int64_t e) {
-    int64_t i = b;
-#ifdef __F16C__
-    for (; i + 8 <= e; i += 8)
-      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
-#endif
-    for (; i < e; ++i) dst[i] = float(src[i]);
-  });
-}
-void convert_all(const float* src, Half* dst, int64_t n) {
-  parallel_for(n, kParallelGrain, [&](int64_t b, int64_t e) {
-    int64_t i = b;
-#ifdef __F16C__
-    for (; i + 8 <= e; i += 8)
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
-                       _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
-#endif
-    for (; i < e; ++i) dst[i] = Half(src[i]);
-  });
-}
-
 void matmul_onednn(const OpCall& c, TensorList& out) {
   const Tensor &a = c.in(0), &b = c.in(1);
   Tensor& o = out[0];
@@ -176,22 +151,14 @@ void matmul_onednn(const OpCall& c, TensorList& out) {
   }
   Plan p = make_plan(a, b, o, ta, tb, a.dtype());
   if (run_primitive(p, a.raw_data(), b.raw_data(), o.raw_data())) return;
-  if (a.dtype() == DType::Float16) {
-    // oneDNN 2.6 has no float16 matmul on CPUs without AVX512-FP16: compute in float32.
-    Tensor af(a.shape(), DType::Float32), bf(b.shape(), DType::Float32), of(o.shape(), DType::Float32);
-    convert_all(a.data<Half>(), af.data<float>(), a.size());
-    convert_all(b.data<Half>(), bf.data<float>(), b.size());
-    if (run_primitive(make_plan(a, b, o, ta, tb, DType::Float32), af.raw_data(), bf.raw_data(), of.raw_data())) {
-      convert_all(of.data<float>(), o.data<Half>(), o.size());
-      return;
-    }
-  }
   kernels_for(OpId::MatMul).back().run(c, out);  // the reference kernel: always correct
 }
 
 bool onednn_types(const OpCall& c) {
   const DType t = c.in(0).dtype();
-  return t == DType::Float32 || t == DType::BFloat16 || t == DType::Float16;
+  // float16 runs through kernels/cpu/half_via_float.cpp: oneDNN 2.6 has no CPU float16 matmul
+  // without AVX512-FP16.
+  return t == DType::Float32 || t == DType::BFloat16;
 }
 
 }  // namespace
