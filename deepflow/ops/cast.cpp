@@ -22,14 +22,14 @@ Tensor cast(const Tensor& x, DType dtype) {
   return dispatch1(OpId::Cast, {x}, Attrs{{"dtype", dtype}});
 }
 
-// --- identity --- x -> x (a copy, and a distinct graph node).
-DF_DEFINE_OP(Identity, {.infer = detail::infer_same, .vjp = [](const OpCall&, const TensorList& g) {
-  return TensorList{g[0]};
-}});
+// --- identity --- x -> x (a zero-copy view: tensors are immutable; a distinct graph node).
+DF_DEFINE_OP(Identity, {.infer = detail::infer_same,
+                        .vjp = [](const OpCall&, const TensorList& g) { return TensorList{g[0]}; },
+                        .view_output = true});
 Tensor identity(const Tensor& x) { return dispatch1(OpId::Identity, {x}); }
 
 // --- stop_gradient --- x -> x; no gradient flows through.
-DF_DEFINE_OP(StopGradient, {.infer = detail::infer_same, .non_differentiable = true});
+DF_DEFINE_OP(StopGradient, {.infer = detail::infer_same, .non_differentiable = true, .view_output = true});
 Tensor stop_gradient(const Tensor& x) { return dispatch1(OpId::StopGradient, {x}); }
 
 }  // namespace deepflow

@@ -60,6 +60,11 @@ DF_OP_CASES(unary) {
        .error = "[logical_not] expects bool for x, got float32"},
 
       // --- cast, identity, stop_gradient ---
+      // Large enough for the threaded kernel (the reference is the oracle).
+      {.name = "cast/large-to-bf16", .op = "cast", .inputs = {in({70001}, -1e3, 1e3)},
+       .attrs = {{"dtype", DType::BFloat16}}, .dtypes = {DType::Float32}, .gradcheck = false},
+      {.name = "cast/large-to-int32", .op = "cast", .inputs = {in({70001}, -1e10, 1e10)},
+       .attrs = {{"dtype", DType::Int32}}, .dtypes = {DType::Float32}, .gradcheck = false},
       {.name = "cast/to-f64", .op = "cast", .inputs = {in({4, 5})}, .attrs = {{"dtype", DType::Float64}},
        .dtypes = {DType::Float32, DType::BFloat16, DType::Float16}},
       {.name = "cast/to-f32", .op = "cast", .inputs = {in({4, 5})}, .attrs = {{"dtype", DType::Float32}},
