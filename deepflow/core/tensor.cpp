@@ -292,8 +292,6 @@ Tensor zeros(const Shape& shape, DType dtype) {
   return t;
 }
 Tensor ones(const Shape& shape, DType dtype) { return fill(shape, 1.0, dtype); }
-Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype()); }
-Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype()); }
 Tensor scalar(double value, DType dtype) { return fill(Shape{}, value, dtype); }
 
 Tensor arange(double start, double limit, double delta, DType dtype) {

@@ -68,9 +68,11 @@ struct TensorImpl {
   DType dtype = DType::Float32;
   uint8_t flags = 0;
   uint64_t id = 0;  ///< identity for autodiff; reads of one Variable share it
-  /// Set by graph builders on symbolic tensors (the node output it names).
+  /// Set by graph builders on symbolic tensors: the graph (kept alive), and the node
+  /// and output this tensor names in it.
   std::shared_ptr<void> symbol;
-  int symbol_index = 0;
+  int32_t symbol_node = -1;
+  int32_t symbol_output = 0;
 
   static uint64_t next_id();
 };
@@ -150,8 +152,6 @@ Tensor zeros(const Shape& shape, DType dtype = DType::Float32);
 Tensor ones(const Shape& shape, DType dtype = DType::Float32);
 /// A tensor filled with `value` converted to dtype (tf.fill).
 Tensor fill(const Shape& shape, double value, DType dtype = DType::Float32);
-Tensor zeros_like(const Tensor& t);
-Tensor ones_like(const Tensor& t);
 /// A rank-0 tensor.
 Tensor scalar(double value, DType dtype = DType::Float32);
 /// [start, start+delta, ...) below limit (tf.range).

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "deepflow/ops/op.h"
 
+#include <cstring>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
@@ -14,7 +15,8 @@ namespace deepflow {
 AttrKind attr_kind(const AttrValue& v) { return AttrKind(v.index()); }
 
 const char* attr_kind_name(AttrKind k) {
-  static const char* kNames[] = {"bool", "int", "float", "string", "dtype", "ints", "floats"};
+  static const char* kNames[] = {"bool", "int", "float", "string", "dtype", "ints", "floats",
+                                 "tensor", "variable", "func"};
   return kNames[int(k)];
 }
 
@@ -41,8 +43,48 @@ std::string attr_to_string(const AttrValue& v) {
       os << ']';
       break;
     }
+    case AttrKind::Tensor: {
+      const Tensor& t = std::get<Tensor>(v);
+      os << "tensor<" << (t.defined() ? dtype_short_name(t.dtype()) : "?") << (t.defined() ? t.shape().to_string() : "")
+         << '>';
+      break;
+    }
+    case AttrKind::Variable: {
+      const Variable& var = std::get<Variable>(v);
+      os << "var<\"" << (var.defined() ? var.name() : "") << "\">";
+      break;
+    }
+    case AttrKind::Func: os << "func<" << (std::get<GraphRef>(v) ? "graph" : "null") << '>'; break;
   }
   return os.str();
+}
+
+bool attr_equal(const AttrValue& a, const AttrValue& b) {
+  if (a.index() != b.index()) return false;
+  switch (attr_kind(a)) {
+    case AttrKind::Tensor: {
+      const Tensor &x = std::get<Tensor>(a), &y = std::get<Tensor>(b);
+      if (x.impl() == y.impl()) return true;
+      if (!x.defined() || !y.defined() || x.dtype() != y.dtype() || x.shape() != y.shape()) return false;
+      if (x.is_symbolic() || y.is_symbolic()) return false;
+      return std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()) == 0;
+    }
+    case AttrKind::Variable: {
+      const Variable &x = std::get<Variable>(a), &y = std::get<Variable>(b);
+      return x.defined() == y.defined() && (!x.defined() || x.id() == y.id());
+    }
+    case AttrKind::Func: return std::get<GraphRef>(a) == std::get<GraphRef>(b);
+    default:
+      return std::visit(
+          [&](const auto& x) {
+            using T = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<T, Tensor> || std::is_same_v<T, Variable> || std::is_same_v<T, GraphRef>)
+              return false;  // handled above
+            else
+              return x == std::get<T>(b);
+          },
+          a);
+  }
 }
 
 void Attrs::set(const std::string& name, AttrValue v) {
@@ -99,6 +141,9 @@ const std::vector<int64_t>& OpCall::attr_ints(const char* n) const {
 const std::vector<double>& OpCall::attr_floats(const char* n) const {
   return get_attr<std::vector<double>>(*this, n);
 }
+const Tensor& OpCall::attr_tensor(const char* n) const { return get_attr<Tensor>(*this, n); }
+const Variable& OpCall::attr_variable(const char* n) const { return get_attr<Variable>(*this, n); }
+const GraphRef& OpCall::attr_func(const char* n) const { return get_attr<GraphRef>(*this, n); }
 
 // --- registry ---
 
@@ -183,6 +228,7 @@ thread_local BuildScope* t_scope = nullptr;
 }  // namespace
 
 BuildScope* current_build_scope() { return t_scope; }
+void detail::set_build_scope(BuildScope* scope) { t_scope = scope; }
 BuildScopeGuard::BuildScopeGuard(BuildScope* scope) : prev_(t_scope) { t_scope = scope; }
 BuildScopeGuard::~BuildScopeGuard() { t_scope = prev_; }
 

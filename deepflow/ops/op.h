@@ -29,6 +29,7 @@
 
 #include "deepflow/core/tensor.h"
 #include "deepflow/ops/op_list.h"
+#include "deepflow/ops/variable.h"
 
 namespace deepflow {
 
@@ -43,14 +44,25 @@ inline constexpr int kNumPrimitives = int(OpId::kNumPrimitives);
 
 // --- attributes ---
 
-/// The value of one attribute. Integer lists carry axes, shapes, strides and perms.
+class Graph;
+/// A function-valued attribute (the branches of cond, the body of while): a graph with
+/// designated inputs and outputs (deepflow/graph/graph.h).
+using GraphRef = std::shared_ptr<const Graph>;
+
+/// The value of one attribute. Integer lists carry axes, shapes, strides and perms;
+/// a Tensor is a constant's value; a Variable is the state read_variable and
+/// assign_variable name; a GraphRef is a function body.
 using AttrValue = std::variant<bool, int64_t, double, std::string, DType, std::vector<int64_t>,
-                               std::vector<double>>;
-enum class AttrKind : uint8_t { Bool, Int, Float, String, DType, Ints, Floats };
+                               std::vector<double>, Tensor, Variable, GraphRef>;
+enum class AttrKind : uint8_t { Bool, Int, Float, String, DType, Ints, Floats, Tensor, Variable, Func };
 AttrKind attr_kind(const AttrValue& v);
 const char* attr_kind_name(AttrKind k);
-/// Text form used by the graph printer: true, 3, 0.5, "SAME", f32, [1,2], [0.5].
+/// Short text used in error messages: true, 3, 0.5, "SAME", f32, [1,2], [0.5],
+/// tensor<f32[2]>, var<"w">, func<3 nodes>. (The graph text form writes tensors in full.)
 std::string attr_to_string(const AttrValue& v);
+/// Equality for CSE and round-trip tests: tensors by dtype, shape and contents,
+/// variables by identity, functions by identity.
+bool attr_equal(const AttrValue& a, const AttrValue& b);
 
 /// Named attribute values of one call. Small and flat: most ops have 0 to 4.
 class Attrs {
@@ -107,6 +119,9 @@ struct OpCall {
   DType attr_dtype(const char* n) const;
   const std::vector<int64_t>& attr_ints(const char* n) const;
   const std::vector<double>& attr_floats(const char* n) const;
+  const Tensor& attr_tensor(const char* n) const;
+  const Variable& attr_variable(const char* n) const;
+  const GraphRef& attr_func(const char* n) const;
   const AttrValue& attr(const char* n) const;
 };
 
@@ -173,6 +188,10 @@ class BuildScope {
 };
 /// The innermost active scope of this thread, or nullptr in eager mode.
 BuildScope* current_build_scope();
+namespace detail {
+/// Sets this thread's scope (for scope objects that restore the previous one themselves).
+void set_build_scope(BuildScope* scope);
+}  // namespace detail
 /// Makes `scope` current for the lifetime of this object.
 class BuildScopeGuard {
  public:

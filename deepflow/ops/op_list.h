@@ -43,6 +43,10 @@
   /* fused normalization (oneDNN): ops/norm.cpp */                                      \
   X(FusedBatchNorm, "fused_batch_norm") X(FusedBatchNormGrad, "fused_batch_norm_grad")  \
   X(LayerNorm, "layer_norm") X(LayerNormGrad, "layer_norm_grad")                        \
+  /* graph building blocks: ops/graph_ops.cpp */                                        \
+  X(Const, "const") X(Placeholder, "placeholder") X(ReadVariable, "read_variable")       \
+  X(AssignVariable, "assign_variable") X(ZerosLike, "zeros_like") X(OnesLike, "ones_like") \
+  X(NoOp, "no_op")                                                                       \
   /* random number generation: ops/random.cpp */                                        \
   X(RandomUniform, "random_uniform") X(RandomNormal, "random_normal")                   \
   X(TruncatedNormal, "truncated_normal")

@@ -24,6 +24,15 @@ namespace deepflow {
 
 using Axes = std::vector<int64_t>;
 
+// --- graph building blocks ---
+
+/// A graph input of the given dtype and shape (-1 for unknown dims); it must be fed.
+/// Only meaningful inside a graph scope (deepflow/graph/builder.h).
+Tensor placeholder(DType dtype, const Shape& shape);
+/// Zeros (ones) of x's dtype and shape; a node when x is symbolic or a graph is being built.
+Tensor zeros_like(const Tensor& x);
+Tensor ones_like(const Tensor& x);
+
 // --- unary elementwise: x -> same shape and dtype ---
 
 Tensor neg(const Tensor& x);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "deepflow/ops/variable.h"
 
+#include "deepflow/ops/op.h"
 #include "deepflow/ops/ops.h"
 
 namespace deepflow {
@@ -25,11 +26,23 @@ Variable::Variable(const Tensor& initial_value, std::string name, bool trainable
 
 Tensor Variable::value() const {
   DF_CHECK(state_, "[Variable] read of an undefined variable");
+  if (current_build_scope()) {
+    // Inside a graph or trace the read is a node, so the graph sees later assignments.
+    // Its output carries the variable's id, so tapes treat every read as the variable.
+    Tensor t = dispatch1(OpId::ReadVariable, {}, {{"variable", *this}});
+    t.impl()->id = state_->impl.id;
+    t.impl()->flags = state_->impl.flags;
+    return t;
+  }
   return Tensor(std::make_shared<TensorImpl>(state_->impl));
 }
 
 void Variable::assign(const Tensor& value) {
   DF_CHECK(state_, "[Variable.assign] undefined variable");
+  if (current_build_scope()) {  // a stateful node, ordered by the graph's control dependencies
+    dispatch(OpId::AssignVariable, {value}, {{"variable", *this}});
+    return;
+  }
   DF_CHECK(value.dtype() == dtype() && value.shape() == shape(), "[Variable.assign] '", name(), "' is ",
            dtype_name(dtype()), shape(), ", value is ", dtype_name(value.dtype()), value.shape());
   TensorImpl& impl = state_->impl;
