@@ -39,10 +39,39 @@ std::vector<int> prune(const Graph& g, const Feeds& feeds, const std::vector<Val
   return order;
 }
 
-TensorList execute(const Graph& g, const Feeds& feeds, const std::vector<ValueRef>& fetches,
-                   const std::vector<int>& targets) {
+struct Executor::Plan {
+  std::shared_ptr<const Graph> graph;
+  std::vector<ValueRef> feeds, fetches;
+  std::vector<int> order;
+  ExecutorOptions options;
+};
+
+Executor::Executor(std::shared_ptr<const Graph> graph, std::vector<ValueRef> feeds, std::vector<ValueRef> fetches,
+                   std::vector<int> targets, ExecutorOptions options)
+    : plan_(std::make_unique<Plan>()) {
+  DF_CHECK(graph, "[Executor] needs a graph");
+  Feeds keys;
+  for (const ValueRef& v : feeds) keys.emplace_back(v, Tensor());
+  plan_->order = prune(*graph, keys, fetches, targets);
+  plan_->graph = std::move(graph);
+  plan_->feeds = std::move(feeds);
+  plan_->fetches = std::move(fetches);
+  plan_->options = options;
+}
+Executor::~Executor() = default;
+Executor::Executor(Executor&&) noexcept = default;
+Executor& Executor::operator=(Executor&&) noexcept = default;
+
+const std::vector<int>& Executor::schedule() const { return plan_->order; }
+
+TensorList Executor::run(const TensorList& feed_values) const {
+  const Graph& g = *plan_->graph;
+  DF_CHECK(feed_values.size() == plan_->feeds.size(), "[Session.run] ", plan_->feeds.size(), " feeds expected, got ",
+           feed_values.size());
   std::unordered_map<int64_t, Tensor> values;
-  for (const auto& [v, t] : feeds) {
+  for (size_t i = 0; i < feed_values.size(); ++i) {
+    const ValueRef v = plan_->feeds[i];
+    const Tensor& t = feed_values[i];
     const TensorType& type = g.type(v);
     DF_CHECK(t.defined() && !t.is_symbolic(), "[Session.run] feed for '", g.value_name(v), "' is not a concrete tensor");
     DF_CHECK(t.dtype() == type.dtype && t.shape().compatible_with(type.shape), "[Session.run] feed for '",
@@ -51,7 +80,7 @@ TensorList execute(const Graph& g, const Feeds& feeds, const std::vector<ValueRe
     values[value_key(v)] = t;
   }
   BuildScopeGuard eager(nullptr);  // nodes run eagerly even when called while a graph is built
-  for (int id : prune(g, feeds, fetches, targets)) {
+  for (int id : plan_->order) {
     const Node& n = g.node(id);
     TensorList ins;
     ins.reserve(n.inputs.size());
@@ -65,9 +94,22 @@ TensorList execute(const Graph& g, const Feeds& feeds, const std::vector<ValueRe
     for (size_t i = 0; i < outs.size(); ++i) values[value_key({id, int(i)})] = std::move(outs[i]);
   }
   TensorList result;
-  result.reserve(fetches.size());
-  for (const ValueRef& v : fetches) result.push_back(values.at(value_key(v)));
+  result.reserve(plan_->fetches.size());
+  for (const ValueRef& v : plan_->fetches) result.push_back(values.at(value_key(v)));
   return result;
+}
+
+TensorList execute(const Graph& g, const Feeds& feeds, const std::vector<ValueRef>& fetches,
+                   const std::vector<int>& targets) {
+  std::vector<ValueRef> keys;
+  TensorList vals;
+  for (const auto& [v, t] : feeds) {
+    keys.push_back(v);
+    vals.push_back(t);
+  }
+  // A non-owning pointer: the caller's graph outlives this call.
+  Executor ex(std::shared_ptr<const Graph>(&g, [](const Graph*) {}), keys, fetches, targets);
+  return ex.run(vals);
 }
 
 TensorList call_graph(const Graph& g, const TensorList& inputs) {
