@@ -5,7 +5,10 @@ ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo test test-asan bench clean
+FUZZ_BUILD ?= build-fuzz
+FUZZ_TIME ?= 20
+
+.PHONY: all deps build demo test test-asan bench fuzz clean
 
 all: build
 
@@ -37,5 +40,21 @@ bench: build
 	DEEPFLOW_PEERS=1 scripts/install-deps.sh
 	scripts/run-bench.sh $(BUILD)
 
+# libFuzzer targets (clang++, ASan + UBSan): each parser runs FUZZ_TIME seconds from the seed
+# corpus in fuzz/corpus/<target>; new inputs go to $(FUZZ_BUILD)/corpus, crashes to $(FUZZ_BUILD).
+$(FUZZ_BUILD)/build.ninja:
+	cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+	  -DDEEPFLOW_BUILD_FUZZ=ON -DDEEPFLOW_BUILD_TESTS=OFF -DDEEPFLOW_BUILD_BENCH=OFF -DDEEPFLOW_BUILD_EXAMPLES=OFF \
+	  $(CMAKE_FLAGS)
+
+fuzz: deps $(FUZZ_BUILD)/build.ninja
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target graph_text_fuzz graph_def_fuzz
+	set -e; for t in graph_text_fuzz graph_def_fuzz; do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
+	  ASAN_OPTIONS=detect_leaks=1 $(FUZZ_BUILD)/fuzz/$$t -max_total_time=$(FUZZ_TIME) -timeout=10 \
+	    -rss_limit_mb=4096 -print_final_stats=1 -print_funcs=0 -dict=fuzz/$$t.dict -artifact_prefix=$(FUZZ_BUILD)/ \
+	    $(FUZZ_BUILD)/corpus/$$t fuzz/corpus/$$t; \
+	done
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

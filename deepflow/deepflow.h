@@ -13,6 +13,7 @@
 #pragma once
 
 #include "deepflow/autodiff/gradcheck.h"
+#include "deepflow/autodiff/gradients.h"
 #include "deepflow/autodiff/tape.h"
 #include "deepflow/core/allocator.h"
 #include "deepflow/core/dtype.h"
@@ -20,6 +21,8 @@
 #include "deepflow/core/random.h"
 #include "deepflow/core/shape.h"
 #include "deepflow/core/tensor.h"
+#include "deepflow/function/control_flow.h"
+#include "deepflow/function/function.h"
 #include "deepflow/ops/op.h"
 #include "deepflow/ops/ops.h"
 #include "deepflow/ops/variable.h"

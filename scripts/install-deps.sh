@@ -7,6 +7,8 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libdnnl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libprotobuf-dev protobuf-compiler             # GraphDef (the deepflow_proto library)
+  clang libclang-rt-14-dev libomp-14-dev        # `make fuzz`: libFuzzer, sanitizers, OpenMP for clang
 )
 if [[ "${DEEPFLOW_PEERS:-0}" == 1 ]]; then
   # Peers for side-by-side benchmarks; without libopenblas0-openmp torch falls back to a slow BLAS.

@@ -89,6 +89,12 @@ void cpu_release_cached() {
   c.stats.bytes_cached = 0;
 }
 
+void cpu_reset_peak_stats() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.stats.peak_bytes_in_use = c.stats.bytes_in_use;
+}
+
 AllocatorStats cpu_allocator_stats() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);

@@ -31,5 +31,7 @@ void cpu_free(void* p, size_t nbytes);
 /// Gives every cached block back to the OS.
 void cpu_release_cached();
 AllocatorStats cpu_allocator_stats();
+/// Restarts peak tracking: peak_bytes_in_use becomes the current bytes_in_use.
+void cpu_reset_peak_stats();
 
 }  // namespace deepflow

@@ -61,13 +61,16 @@ TensorList GraphScope::add_node(const OpDef& def, std::span<const Tensor> inputs
   n.outputs = types;
   n.device = device_;
   n.control_inputs = control_deps_;
-  if (options_.auto_control_dependencies && def.stateful && last_stateful_ >= 0) {
+  // Placeholders are inputs, not effects: they neither wait on nor order other stateful nodes
+  // (a fed placeholder must not be forced to run).
+  const bool ordered = def.stateful && def.id != OpId::Placeholder;
+  if (options_.auto_control_dependencies && ordered && last_stateful_ >= 0) {
     bool data_dep = false;
     for (const ValueRef& v : n.inputs) data_dep |= v.node == last_stateful_;
     if (!data_dep) n.control_inputs.push_back(last_stateful_);
   }
   const int id = graph_->add_node(std::move(n));
-  if (def.stateful) last_stateful_ = id;
+  if (ordered) last_stateful_ = id;
   TensorList out;
   out.reserve(types.size());
   for (int i = 0; i < int(types.size()); ++i) out.push_back(graph_->symbolic({id, i}));

@@ -33,26 +33,26 @@ const Tensor& B(const OpCall& c) { return c.in(1); }
 
 // --- add ---
 DF_DEFINE_OP(Add, {.num_inputs = 2, .infer = infer_arith, .vjp = [](const OpCall& c, const TensorList& g) {
-  return TensorList{sum_to(g[0], A(c).shape()), sum_to(g[0], B(c).shape())};
+  return TensorList{sum_to(g[0], A(c)), sum_to(g[0], B(c))};
 }});
 Tensor add(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Add, {a, b}); }
 
 // --- sub ---
 DF_DEFINE_OP(Sub, {.num_inputs = 2, .infer = infer_arith, .vjp = [](const OpCall& c, const TensorList& g) {
-  return TensorList{sum_to(g[0], A(c).shape()), sum_to(neg(g[0]), B(c).shape())};
+  return TensorList{sum_to(g[0], A(c)), sum_to(neg(g[0]), B(c))};
 }});
 Tensor sub(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Sub, {a, b}); }
 
 // --- mul ---
 DF_DEFINE_OP(Mul, {.num_inputs = 2, .infer = infer_arith, .vjp = [](const OpCall& c, const TensorList& g) {
-  return TensorList{sum_to(mul(g[0], B(c)), A(c).shape()), sum_to(mul(g[0], A(c)), B(c).shape())};
+  return TensorList{sum_to(mul(g[0], B(c)), A(c)), sum_to(mul(g[0], A(c)), B(c))};
 }});
 Tensor mul(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Mul, {a, b}); }
 
 // --- div --- (integers truncate toward zero; integer division by zero is an error)
 DF_DEFINE_OP(Div, {.num_inputs = 2, .infer = infer_arith, .vjp = [](const OpCall& c, const TensorList& g) {
   Tensor ga = div(g[0], B(c));
-  return TensorList{sum_to(ga, A(c).shape()), sum_to(neg(mul(ga, c.out(0))), B(c).shape())};
+  return TensorList{sum_to(ga, A(c)), sum_to(neg(mul(ga, c.out(0))), B(c))};
 }});
 Tensor div(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Div, {a, b}); }
 
@@ -63,7 +63,7 @@ DF_DEFINE_OP(Pow, {.num_inputs = 2, .infer = infer_arith, .vjp = [](const OpCall
   Tensor zero = scalar_like(a, 0);
   Tensor safe_log = where(greater(a, zero), log(where(greater(a, zero), a, scalar_like(a, 1))), zero);
   Tensor gb = mul(g[0], mul(c.out(0), safe_log));
-  return TensorList{sum_to(ga, a.shape()), sum_to(gb, b.shape())};
+  return TensorList{sum_to(ga, a), sum_to(gb, b)};
 }});
 Tensor pow(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Pow, {a, b}); }
 
@@ -71,7 +71,7 @@ Tensor pow(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Pow, {a, b
 DF_DEFINE_OP(Maximum, {.num_inputs = 2, .infer = infer_arith, .vjp = [](const OpCall& c, const TensorList& g) {
   Tensor mask = greater_equal(A(c), B(c));
   Tensor zero = scalar_like(g[0], 0);
-  return TensorList{sum_to(where(mask, g[0], zero), A(c).shape()), sum_to(where(mask, zero, g[0]), B(c).shape())};
+  return TensorList{sum_to(where(mask, g[0], zero), A(c)), sum_to(where(mask, zero, g[0]), B(c))};
 }});
 Tensor maximum(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Maximum, {a, b}); }
 
@@ -79,7 +79,7 @@ Tensor maximum(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Maximu
 DF_DEFINE_OP(Minimum, {.num_inputs = 2, .infer = infer_arith, .vjp = [](const OpCall& c, const TensorList& g) {
   Tensor mask = less_equal(A(c), B(c));
   Tensor zero = scalar_like(g[0], 0);
-  return TensorList{sum_to(where(mask, g[0], zero), A(c).shape()), sum_to(where(mask, zero, g[0]), B(c).shape())};
+  return TensorList{sum_to(where(mask, g[0], zero), A(c)), sum_to(where(mask, zero, g[0]), B(c))};
 }});
 Tensor minimum(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Minimum, {a, b}); }
 
@@ -113,8 +113,8 @@ static void infer_where(const OpCall& c, TypeList& out) {
 }
 DF_DEFINE_OP(Where, {.num_inputs = 3, .infer = infer_where, .vjp = [](const OpCall& c, const TensorList& g) {
   Tensor zero = scalar_like(g[0], 0);
-  return TensorList{Tensor(), sum_to(where(c.in(0), g[0], zero), c.in(1).shape()),
-                    sum_to(where(c.in(0), zero, g[0]), c.in(2).shape())};
+  return TensorList{Tensor(), sum_to(where(c.in(0), g[0], zero), c.in(1)),
+                    sum_to(where(c.in(0), zero, g[0]), c.in(2))};
 }});
 Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) { return dispatch1(OpId::Where, {cond, x, y}); }
 

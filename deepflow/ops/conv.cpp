@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Convolution and pooling primitives (NHWC activations, HWIO filters), their
 // gradients, and the composites depthwise_conv2d and conv2d_transpose.
+//
+// In graphs with unknown (-1) dims: the backprops take static input_sizes / filter_sizes
+// attributes, so a differentiated graph needs the filters' shape and the input's spatial
+// and channel dims known; the batch may be unknown (input_sizes then holds -1 for n,
+// which is the batch of the gradient input when the graph runs).
 #include "deepflow/ops/conv.h"
 
 #include "deepflow/ops/infer_util.h"
@@ -32,6 +37,18 @@ Shape sizes_attr(const OpCall& c, const char* attr, const char* dims) {
   DF_CHECK(ok, "[", c.name(), "] ", attr, " must be 4 non-negative ints ", dims, ", got ",
            attr_to_string(c.attr(attr)));
   return Shape(v);
+}
+// input_sizes, whose batch may be -1 (a graph with an unknown batch): it is then the batch
+// of the gradient input `dy`, known when the graph runs. h, w and c must be known.
+Shape input_sizes_attr(const OpCall& c, const char* dims, const Tensor& dy) {
+  const auto& v = c.attr_ints("input_sizes");
+  bool ok = v.size() == 4 && v[0] >= -1;
+  for (size_t i = 1; ok && i < 4; ++i) ok = v[i] >= 0;
+  DF_CHECK(ok, "[", c.name(), "] input_sizes must be 4 non-negative ints ", dims, ", got ",
+           attr_to_string(c.attr("input_sizes")), " (n may also be -1: the batch of the gradient)");
+  Shape s(v);
+  if (s[0] < 0 && dy.rank() >= 1) s[0] = dy.dim(0);
+  return s;
 }
 
 // One spatial output dim; unknown (-1) stays unknown. A VALID window that does not fit
@@ -148,7 +165,7 @@ DF_DEFINE_OP(Conv2DBackpropInput, {.num_inputs = 2, .attrs = conv_attrs_plus("in
   .infer = [](const OpCall& c, TypeList& out) {
     check_float(c, c.in(0), "filters");
     check_same_dtype(c, c.in(0), c.in(1));
-    Shape x = sizes_attr(c, "input_sizes", "[n, h, w, c_in]");
+    Shape x = input_sizes_attr(c, "[n, h, w, c_in]", c.in(1));
     check_rank4(c, c.in(1).shape(), "out_backprop", "[n, oh, ow, c_out]");
     check_matches(c, c.in(1), "out_backprop", conv_out_shape(c, x, c.in(0).shape()), "the conv2d");
     out.push_back({c.in(0).dtype(), x});
@@ -258,7 +275,7 @@ DF_DEFINE_OP(AvgPoolGrad, {.num_inputs = 1, .attrs = [] {
   }(),
   .infer = [](const OpCall& c, TypeList& out) {
     check_float(c, c.in(0), "grad");
-    Shape x = sizes_attr(c, "input_sizes", "[n, h, w, c]");
+    Shape x = input_sizes_attr(c, "[n, h, w, c]", c.in(0));
     check_rank4(c, c.in(0).shape(), "grad", "[n, oh, ow, c]");
     check_matches(c, c.in(0), "grad", pool_out_shape(c, x), "the avg_pool");
     out.push_back({c.in(0).dtype(), x});

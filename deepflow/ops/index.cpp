@@ -41,10 +41,36 @@ static void infer_gather(const OpCall& c, TypeList& out) {
 // With B = batch, O = params dims between batch and axis, N = params.dim(axis), K = index
 // count per batch and I = trailing params dims, g is [B, O, K, I]: it is summed into
 // [B, N, O, I] by segment id b * N + index, then laid out as params.
+// With unknown dims (batch_dims 0 only): g [P.., K.., I..] (P: params dims before axis, K:
+// indices dims) is transposed to [K.., P.., I..], summed by index into [N, P.., I..] and
+// transposed back; no reshape, so the unknown dims stay symbolic. N must be known.
+static Tensor gather_grad_unknown_dims(const OpCall& c, const Tensor& g) {
+  const Tensor &params = c.in(0), &indices = c.in(1);
+  const int pr = params.rank(), kr = indices.rank();
+  const int axis = normalize_axis("gather", c.attr_int("axis"), pr);
+  int64_t bd = c.attr_int("batch_dims");
+  if (bd < 0) bd += kr;
+  const int64_t n = params.shape()[axis];
+  DF_CHECK(bd == 0 && known(n), "[gather] the gradient with unknown dims needs batch_dims 0 and a known params dim ",
+           axis, ", got params ", params.shape(), ", indices ", indices.shape(), " and batch_dims ", bd);
+  Axes to_front, to_back;
+  for (int i = axis; i < axis + kr; ++i) to_front.push_back(i);
+  for (int i = 0; i < axis; ++i) to_front.push_back(i);
+  for (int i = axis + kr; i < g.rank(); ++i) to_front.push_back(i);
+  for (int i = 1; i <= axis; ++i) to_back.push_back(i);
+  to_back.push_back(0);
+  for (int i = axis + 1; i < pr; ++i) to_back.push_back(i);
+  Tensor sums = unsorted_segment_sum(axis == 0 ? g : transpose(g, to_front), indices, n);
+  return axis == 0 ? sums : transpose(sums, to_back);
+}
 static TensorList vjp_gather(const OpCall& c, const TensorList& g) {
   const Tensor &params = c.in(0), &indices = c.in(1);
   const Shape& ps = params.shape();
-  const auto [B, O, N, I, K, axis] = detail::gather_geometry(c);
+  if (!ps.is_fully_defined() || !indices.shape().is_fully_defined())
+    return {gather_grad_unknown_dims(c, g[0]), Tensor()};
+  // Named fields, not a structured binding: clang 14 cannot capture those in lambdas.
+  const detail::GatherGeometry geo = detail::gather_geometry(c);
+  const int64_t B = geo.B, O = geo.O, N = geo.N, I = geo.I, K = geo.K;
   if (ps.num_elements() == 0) return {zeros(ps, params.dtype()), Tensor()};
   Tensor gg = reshape(g[0], {B, O, K, I});
   if (O != 1) gg = transpose(gg, {0, 2, 1, 3});
@@ -136,12 +162,16 @@ static void infer_segment_sum(const OpCall& c, TypeList& out) {
 static TensorList vjp_segment_sum(const OpCall& c, const TensorList& g) {
   const Tensor &data = c.in(0), &ids = c.in(1);
   const int64_t num = c.attr_int("num_segments");
-  if (num == 0) return {zeros(data.shape(), data.dtype()), Tensor()};
+  if (num == 0) return {zeros_like(data), Tensor()};
   Tensor valid = logical_and(greater_equal(ids, scalar_like(ids, 0)), less(ids, scalar_like(ids, double(num))));
   Tensor picked = gather(g[0], where(valid, ids, scalar_like(ids, 0)));
   Shape mask_shape = ids.shape();
   for (int d = ids.rank(); d < data.rank(); ++d) mask_shape.push_back(1);
-  return {where(reshape(valid, mask_shape), picked, scalar_like(picked, 0)), Tensor()};
+  Tensor mask = valid;
+  if (mask_shape.is_fully_defined()) mask = reshape(valid, mask_shape);
+  else
+    for (int d = ids.rank(); d < data.rank(); ++d) mask = expand_dims(mask, -1);  // keeps unknown dims
+  return {where(mask, picked, scalar_like(picked, 0)), Tensor()};
 }
 DF_DEFINE_OP(UnsortedSegmentSum, {.num_inputs = 2,
                                   .attrs = {AttrSpec::required_of("num_segments", AttrKind::Int)},

@@ -50,7 +50,7 @@ TensorList vjp_matmul(const OpCall& c, const TensorList& g) {
     ga = matmul(b, gc, true, true);
     gb = matmul(gc, a, true, true);
   }
-  return {sum_to(ga, a.shape()), sum_to(gb, b.shape())};
+  return {sum_to(ga, a), sum_to(gb, b)};
 }
 
 }  // namespace

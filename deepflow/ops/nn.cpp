@@ -35,9 +35,11 @@ void check_same_shape(const char* op, const Tensor& labels, const Tensor& logits
 Tensor per_channel(const Tensor& t, const Tensor& x, double fill) {
   const int64_t c = x.dim(-1);
   if (!t.defined()) return c >= 0 && !x.is_symbolic() ? deepflow::fill(Shape{c}, fill, x.dtype()) : Tensor();
-  if (t.dtype() != x.dtype() || t.rank() > x.rank() || t.rank() == 0 || c < 0 || t.dim(-1) != c) return Tensor();
+  // An unknown dim of t is taken to be c (layer_norm's infer checks it when the graph runs).
+  if (t.dtype() != x.dtype() || t.rank() > x.rank() || t.rank() == 0 || c < 0 || (t.dim(-1) >= 0 && t.dim(-1) != c))
+    return Tensor();
   for (int i = 0; i + 1 < t.rank(); ++i)
-    if (t.dim(i) != 1) return Tensor();
+    if (t.dim(i) != 1) return Tensor();  // (an unknown dim may not be 1: the composite path)
   return t.rank() == 1 ? t : reshape(t, Shape{c});
 }
 

@@ -42,11 +42,11 @@ bool all_zero(const Tensor& t) {
   return zero;
 }
 
-// The number of elements reduced into one statistic; the statistics' gradients need it known.
-double known_count(const OpCall& c, int64_t n) {
-  DF_CHECK(n >= 0, "[", c.name(), "] the gradient of the statistics needs a known shape of x, got ",
-           c.in(0).shape());
-  return double(n);
+// The number of elements of x reduced into each element of stat, as a dtype scalar
+// computed when the graph runs (x's shape is not fully known).
+Tensor run_time_count(const Tensor& x, const Tensor& stat, DType dtype) {
+  Tensor m = size(stat);
+  return cast(div(size(x), maximum(m, scalar_like(m, 1))), dtype);
 }
 
 void check_x(const OpCall& c, const Tensor& x, int min_rank) {
@@ -119,11 +119,18 @@ DF_DEFINE_OP(FusedBatchNorm, {.num_inputs = 5, .attrs = {{"epsilon", 1e-3}, {"is
     }
     const bool gm = !all_zero(g[1]), gv = !all_zero(g[2]) || !all_zero(g[3]);
     if (gm || gv) {
-      const double n = known_count(c, x.shape().is_fully_defined() ? x.size() / std::max<int64_t>(x.dim(-1), 1) : -1);
-      const double bessel = n / std::max(n - 1, 1.0);
+      const DType u = scale.dtype();
+      Tensor bessel, two_over_n, inv_n;
+      if (x.shape().is_fully_defined()) {
+        const double n = double(x.size() / std::max<int64_t>(x.dim(-1), 1));
+        bessel = scalar(n / std::max(n - 1, 1.0), u), two_over_n = scalar(2.0 / n, u), inv_n = scalar(1.0 / n, u);
+      } else {
+        Tensor n = run_time_count(x, c.out(1), u);
+        bessel = n / maximum(n - 1.0, scalar_like(n, 1)), two_over_n = 2.0 / n, inv_n = 1.0 / n;
+      }
       // d mean / dx = 1 / n; d biased_variance / dx = 2 (x - mean) / n.
-      Tensor coef = (g[2] * bessel + g[3]) * (2.0 / n);
-      Tensor extra = (cast_to(x, scale.dtype()) - c.out(1)) * coef + g[1] * (1.0 / n);
+      Tensor coef = (g[2] * bessel + g[3]) * two_over_n;
+      Tensor extra = (cast_to(x, scale.dtype()) - c.out(1)) * coef + g[1] * inv_n;
       d[0] = d[0] + cast_to(extra, x.dtype());
     }
     return TensorList{d[0], d[1], d[2], Tensor(), Tensor()};
@@ -205,11 +212,12 @@ DF_DEFINE_OP(LayerNorm, {.num_inputs = 3, .attrs = {{"epsilon", 1e-3}},
     TensorList d = dispatch(OpId::LayerNormGrad, {g[0], x, gamma, c.out(1), c.out(2)},
                             {{"epsilon", c.attr_float("epsilon")}});
     if (!all_zero(g[1]) || !all_zero(g[2])) {
-      const double n = known_count(c, x.dim(-1));
       // d mean / dx = 1 / n; d inv_std / dx = -inv_std^3 (x - mean) / n.
       const Tensor& r = c.out(2);
+      Tensor inv_n =
+          x.dim(-1) >= 0 ? scalar(1.0 / double(x.dim(-1)), r.dtype()) : 1.0 / run_time_count(x, r, r.dtype());
       Tensor xc = cast_to(x, r.dtype()) - expand_dims(c.out(1), -1);
-      Tensor extra = expand_dims(g[1] * (1.0 / n), -1) - expand_dims(g[2] * r * square(r) * (1.0 / n), -1) * xc;
+      Tensor extra = expand_dims(g[1] * inv_n, -1) - expand_dims(g[2] * r * square(r) * inv_n, -1) * xc;
       d[0] = d[0] + cast_to(extra, x.dtype());
     }
     return TensorList{d[0], d[1], d[2]};

@@ -47,6 +47,15 @@
   X(Const, "const") X(Placeholder, "placeholder") X(ReadVariable, "read_variable")       \
   X(AssignVariable, "assign_variable") X(ZerosLike, "zeros_like") X(OnesLike, "ones_like") \
   X(NoOp, "no_op")                                                                       \
+  /* run-time shapes, for graphs with unknown dims: ops/dynamic_shape.cpp */             \
+  X(BroadcastLike, "broadcast_like") X(ReshapeLike, "reshape_like") X(Size, "size")      \
+  X(SumToLike, "sum_to_like")                                                            \
+  /* control flow with function-valued attributes: function/control_flow.cpp */          \
+  X(Cond, "cond") X(While, "while")                                                      \
+  /* cross-device edges of partitioned graphs: graph/partition.cpp */                    \
+  X(Send, "send") X(Recv, "recv")                                                        \
+  /* fused kernels made by graph passes: ops/fused.cpp */                                \
+  X(FusedMatMul, "fused_matmul") X(FusedElementwise, "fused_elementwise")                \
   /* random number generation: ops/random.cpp */                                        \
   X(RandomUniform, "random_uniform") X(RandomNormal, "random_normal")                   \
   X(TruncatedNormal, "truncated_normal")

@@ -269,4 +269,21 @@ Tensor sum_to(const Tensor& g, const Shape& shape);
 /// A scalar of x's dtype (a concrete tensor; captured as a constant when tracing).
 Tensor scalar_like(const Tensor& x, double value);
 
+// --- run-time shapes ---
+// For graphs with unknown (-1) dims: the shape is taken from `like` when the graph runs
+// (TensorFlow passes tf.shape(like) as an input). Gradients use these where a static
+// shape attribute would hold -1.
+
+/// x broadcast to like's shape: x [..] (broadcastable to like) -> like's shape, x's dtype.
+Tensor broadcast_like(const Tensor& x, const Tensor& like);
+/// x viewed with like's shape (zero-copy): same element count -> like's shape, x's dtype.
+Tensor reshape_like(const Tensor& x, const Tensor& like);
+/// g summed over the dims broadcasting added to like's shape: g [..] -> like's shape,
+/// g's dtype; which dims are summed is decided when the graph runs.
+Tensor sum_to_like(const Tensor& g, const Tensor& like);
+/// sum_to(g, like.shape()) when like's shape is fully known, sum_to_like(g, like) otherwise.
+Tensor sum_to(const Tensor& g, const Tensor& like);
+/// The number of elements of x: a scalar of out_type (int32 or int64), as tf.size.
+Tensor size(const Tensor& x, DType out_type = DType::Int64);
+
 }  // namespace deepflow

@@ -91,7 +91,8 @@ TensorList vjp_extremum(const OpCall& c, const TensorList& g) {
 DF_DEFINE_OP(ReduceSum, {.attrs = kReduceAttrs, .infer = infer_reduce,
                          .vjp = [](const OpCall& c, const TensorList& g) {
   const Tensor& x = c.in(0);
-  return TensorList{broadcast_to(with_kept_dims(g[0], x.shape(), call_mask(c)), x.shape())};
+  Tensor gk = with_kept_dims(g[0], x.shape(), call_mask(c));
+  return TensorList{x.shape().is_fully_defined() ? broadcast_to(gk, x.shape()) : broadcast_like(gk, x)};
 }});
 Tensor reduce_sum(const Tensor& x, const Axes& axes, bool keepdims) {
   return dispatch1(OpId::ReduceSum, {x}, {{"axes", axes}, {"keepdims", keepdims}});
@@ -218,9 +219,9 @@ Tensor reduce_mean(const Tensor& x, const Axes& axes, bool keepdims) {
     const int64_t count = s.size() == 0 ? 1 : x.size() / s.size();
     return div(s, scalar_like(s, double(count)));
   }
-  // Unknown dims: count the reduced elements with the graph itself.
-  Tensor ones = cast(logical_or(equal(x, x), not_equal(x, x)), x.dtype());
-  return div(s, reduce_sum(ones, axes, keepdims));
+  // Unknown dims: count the reduced elements when the graph runs.
+  Tensor n = size(x), m = size(s);
+  return div(s, cast(div(n, maximum(m, scalar_like(m, 1))), x.dtype()));
 }
 
 // log(sum(exp(x))) shifted by the max; a non-finite max shifts by 0 instead, so

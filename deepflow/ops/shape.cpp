@@ -146,6 +146,15 @@ std::vector<AttrSpec> strided_attrs(bool with_shape) {
   return a;
 }
 
+int unknown_dims(const Shape& s) {
+  int n = 0;
+  for (int64_t d : s) n += !known(d);
+  return n;
+}
+
+// A mask with every one of the n low bits set but bit `except`.
+int64_t all_but(int n, int except) { return ((int64_t(1) << n) - 1) & ~(int64_t(1) << except); }
+
 // Slices [start, start + len) along one axis.
 Tensor slice_axis(const Tensor& x, int axis, int64_t start, int64_t len) {
   Axes begin(size_t(x.rank()), 0), size(size_t(x.rank()), -1);
@@ -199,7 +208,9 @@ static void infer_reshape(const OpCall& c, TypeList& out) {
 DF_DEFINE_OP(Reshape, {.attrs = {AttrSpec::required_of("shape", AttrKind::Ints)},
                        .infer = infer_reshape,
                        .vjp = [](const OpCall& c, const TensorList& g) {
-                         return TensorList{reshape(g[0], c.in(0).shape())};
+                         const Tensor& x = c.in(0);
+                         return TensorList{x.shape().is_fully_defined() ? reshape(g[0], x.shape())
+                                                                        : reshape_like(g[0], x)};
                        },
                        .view_output = true});
 Tensor reshape(const Tensor& x, const Shape& shape) {
@@ -298,18 +309,40 @@ static void infer_slice(const OpCall& c, TypeList& out) {
   }
   out.push_back({c.in(0).dtype(), s});
 }
+// g padded back to x's shape. Where x's dim is unknown and the slice stops short of its
+// end, the zeros after it are zeros_like a slice of x, since their count is known only at run time.
+static TensorList vjp_slice(const OpCall& c, const TensorList& g) {
+  const Tensor& x = c.in(0);
+  const auto& begin = c.attr_ints("begin");
+  const auto& size = c.attr_ints("size");
+  std::vector<std::pair<int64_t, int64_t>> pads;
+  std::vector<int> tails;
+  for (int d = 0; d < x.rank(); ++d) {
+    const int64_t b = begin[size_t(d)];
+    if (known(x.shape()[d])) {
+      pads.emplace_back(b, x.shape()[d] - b - g[0].shape()[d]);
+    } else {
+      pads.emplace_back(b, 0);
+      if (size[size_t(d)] != -1) tails.push_back(d);
+    }
+  }
+  Tensor r = pad(g[0], pads);
+  for (size_t t = 0; t < tails.size(); ++t) {
+    const int d = tails[t];
+    Axes zb(size_t(x.rank()), 0), zs(size_t(x.rank()), -1);
+    zb[size_t(d)] = begin[size_t(d)] + size[size_t(d)];
+    for (size_t u = t + 1; u < tails.size(); ++u) {
+      const size_t e = size_t(tails[u]);
+      zs[e] = begin[e] + size[e];
+    }
+    r = concat({r, zeros_like(slice(x, zb, zs))}, d);
+  }
+  return {r};
+}
 DF_DEFINE_OP(Slice, {.attrs = {AttrSpec::required_of("begin", AttrKind::Ints),
                                AttrSpec::required_of("size", AttrKind::Ints)},
                      .infer = infer_slice,
-                     .vjp = [](const OpCall& c, const TensorList& g) {
-                       const auto& begin = c.attr_ints("begin");
-                       std::vector<std::pair<int64_t, int64_t>> pads;
-                       for (int d = 0; d < c.in(0).rank(); ++d) {
-                         const int64_t b = begin[size_t(d)];
-                         pads.emplace_back(b, c.in(0).shape()[d] - b - g[0].shape()[d]);
-                       }
-                       return TensorList{pad(g[0], pads)};
-                     }});
+                     .vjp = vjp_slice});
 Tensor slice(const Tensor& x, const Axes& begin, const Axes& size) {
   return dispatch1(OpId::Slice, {x}, {{"begin", begin}, {"size", size}});
 }
@@ -321,8 +354,11 @@ DF_DEFINE_OP(StridedSlice, {.attrs = strided_attrs(false),
                             },
                             .vjp = [](const OpCall& c, const TensorList& g) {
                               Attrs a = *c.attrs;
-                              a.set("shape", c.in(0).shape().to_vector());
-                              return TensorList{dispatch1(OpId::StridedSliceGrad, {g[0]}, a)};
+                              const Tensor& x = c.in(0);
+                              a.set("shape", x.shape().to_vector());
+                              if (x.shape().is_fully_defined())
+                                return TensorList{dispatch1(OpId::StridedSliceGrad, {g[0]}, a)};
+                              return TensorList{dispatch1(OpId::StridedSliceGrad, {g[0], x}, a)};
                             }});
 Tensor strided_slice(const Tensor& x, const Axes& begin, const Axes& end, const Axes& strides, int64_t begin_mask,
                      int64_t end_mask, int64_t ellipsis_mask, int64_t new_axis_mask, int64_t shrink_axis_mask) {
@@ -332,20 +368,39 @@ Tensor strided_slice(const Tensor& x, const Axes& begin, const Axes& end, const 
                     {"shrink_axis_mask", shrink_axis_mask}});
 }
 
-// --- strided_slice_grad --- g (the slice's shape) -> zeros of `shape` with g scattered into the slice.
-DF_DEFINE_OP(StridedSliceGrad, {.attrs = strided_attrs(true),
+// --- strided_slice_grad --- g (the slice's shape)[, like] -> zeros of `shape` with g scattered
+// into the slice. Unknown (-1) dims of `shape` are taken from the optional input `like` (x, in
+// graphs with unknown dims), whose shape is concrete when the graph runs.
+DF_DEFINE_OP(StridedSliceGrad, {.num_inputs = -1,
+                                .attrs = strided_attrs(true),
                                 .infer = [](const OpCall& c, TypeList& out) {
+                                  DF_CHECK(c.num_inputs() == 1 || c.num_inputs() == 2,
+                                           "[strided_slice_grad] expects g and an optional like, got ",
+                                           c.num_inputs(), " inputs");
                                   const auto& sv = c.attr_ints("shape");
-                                  for (int64_t d : sv)
-                                    DF_CHECK(d >= 0, "[strided_slice_grad] shape ", ints(sv), " must be known");
                                   Shape s(sv);
+                                  if (c.num_inputs() == 2) {
+                                    const Shape& like = c.in(1).shape();
+                                    DF_CHECK(like.rank() == s.rank(), "[strided_slice_grad] like ", like,
+                                             " does not have the rank of shape ", ints(sv));
+                                    for (int i = 0; i < s.rank(); ++i) {
+                                      DF_CHECK(!known(s[i]) || !known(like[i]) || s[i] == like[i],
+                                               "[strided_slice_grad] like ", like, " does not match shape ", ints(sv));
+                                      if (!known(s[i])) s[i] = like[i];
+                                    }
+                                  }
+                                  for (int64_t d : s)
+                                    DF_CHECK(d >= -1 && (d >= 0 || c.num_inputs() == 2), "[strided_slice_grad] shape ",
+                                             ints(sv), " must be known");
                                   Shape want = plan_strided(c, s).final_shape;
                                   DF_CHECK(c.in(0).shape().compatible_with(want), "[strided_slice_grad] gradient ",
                                            c.in(0).shape(), " does not match the slice shape ", want, " of ", s);
                                   out.push_back({c.in(0).dtype(), s});
                                 },
                                 .vjp = [](const OpCall& c, const TensorList& g) {
-                                  return TensorList{dispatch1(OpId::StridedSlice, {g[0]}, without(*c.attrs, "shape"))};
+                                  TensorList r{dispatch1(OpId::StridedSlice, {g[0]}, without(*c.attrs, "shape"))};
+                                  if (c.num_inputs() == 2) r.emplace_back();
+                                  return r;
                                 }});
 
 // --- pad (constant) --- x -> [before_i + d_i + after_i]; paddings flat [b0, a0, b1, a1, ...].
@@ -365,12 +420,18 @@ DF_DEFINE_OP(Pad, {.attrs = {AttrSpec::required_of("paddings", AttrKind::Ints), 
                    .infer = infer_pad,
                    .vjp = [](const OpCall& c, const TensorList& g) {
                      const auto& p = c.attr_ints("paddings");
-                     Axes begin, size;
-                     for (int d = 0; d < c.in(0).rank(); ++d) {
+                     const Shape& in = c.in(0).shape();
+                     Axes begin, size, end;
+                     int64_t end_mask = 0;
+                     for (int d = 0; d < in.rank(); ++d) {
                        begin.push_back(p[size_t(2 * d)]);
-                       size.push_back(c.in(0).shape()[d]);
+                       size.push_back(in[d]);
+                       const int64_t after = p[size_t(2 * d + 1)];
+                       end.push_back(-after);  // counted from the end: x's dim may be unknown
+                       if (after == 0) end_mask |= int64_t(1) << d;
                      }
-                     return TensorList{slice(g[0], begin, size)};
+                     if (in.is_fully_defined()) return TensorList{slice(g[0], begin, size)};
+                     return TensorList{strided_slice(g[0], begin, end, {}, 0, end_mask)};
                    }});
 
 // REFLECT and SYMMETRIC: per dim, concat [reversed left edge, x, reversed right edge] (TF's limits:
@@ -393,13 +454,22 @@ Tensor pad(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& padd
     const auto [b, a] = paddings[size_t(d)];
     const int64_t n = x.shape()[d];
     DF_CHECK(b >= 0 && a >= 0, "[pad] paddings must be >= 0, got [", b, ",", a, "] in dim ", d);
-    DF_CHECK(b + skip <= n && a + skip <= n, "[pad] ", m, " paddings [", b, ",", a, "] of dim ", d, " must be ",
-             skip ? "less than" : "at most", " its size ", n, " (shape ", x.shape(), ")");
+    DF_CHECK(!known(n) || (b + skip <= n && a + skip <= n), "[pad] ", m, " paddings [", b, ",", a, "] of dim ", d,
+             " must be ", skip ? "less than" : "at most", " its size ", n, " (shape ", x.shape(), ")");
     if (b == 0 && a == 0) continue;
     std::vector<Tensor> parts;
     if (b > 0) parts.push_back(reverse(slice_axis(y, d, skip, b), {d}));
     parts.push_back(y);
-    if (a > 0) parts.push_back(reverse(slice_axis(y, d, n - a - skip, a), {d}));
+    if (a > 0 && known(n)) parts.push_back(reverse(slice_axis(y, d, n - a - skip, a), {d}));
+    if (a > 0 && !known(n)) {
+      // The right edge counted from the end: y[n-a-skip : n-skip] along d.
+      const int r = x.rank();
+      Axes begin(size_t(r), 0), end(size_t(r), 0);
+      begin[size_t(d)] = -(a + skip);
+      end[size_t(d)] = -skip;
+      const int64_t end_mask = skip ? all_but(r, d) : (int64_t(1) << r) - 1;
+      parts.push_back(reverse(strided_slice(y, begin, end, {}, all_but(r, d), end_mask), {d}));
+    }
     y = concat(parts, d);
   }
   return y;
@@ -456,7 +526,7 @@ static void infer_broadcast_to(const OpCall& c, TypeList& out) {
 DF_DEFINE_OP(BroadcastTo, {.attrs = {AttrSpec::required_of("shape", AttrKind::Ints)},
                            .infer = infer_broadcast_to,
                            .vjp = [](const OpCall& c, const TensorList& g) {
-                             return TensorList{sum_to(g[0], c.in(0).shape())};
+                             return TensorList{sum_to(g[0], c.in(0))};
                            }});
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   return dispatch1(OpId::BroadcastTo, {x}, {{"shape", shape.to_vector()}});
@@ -484,9 +554,13 @@ Tensor reverse(const Tensor& x, const Axes& axes) { return dispatch1(OpId::Rever
 Tensor expand_dims(const Tensor& x, int64_t axis) {
   const int r = x.rank();
   DF_CHECK(axis >= -r - 1 && axis <= r, "[expand_dims] axis ", axis, " out of range for shape ", x.shape());
+  const int a = int(axis < 0 ? axis + r + 1 : axis);
   Shape s = x.shape();
-  s.insert(int(axis < 0 ? axis + r + 1 : axis), 1);
-  return reshape(x, s);
+  s.insert(a, 1);
+  if (unknown_dims(s) <= 1) return reshape(x, s);
+  // A reshape can name one unknown dim only: x[..., newaxis, ...] keeps them all.
+  return strided_slice(x, Axes(size_t(r + 1), 0), Axes(size_t(r + 1), 0), {}, all_but(r + 1, a), all_but(r + 1, a),
+                       0, int64_t(1) << a);
 }
 
 Tensor squeeze(const Tensor& x, const Axes& axes) {
@@ -504,7 +578,17 @@ Tensor squeeze(const Tensor& x, const Axes& axes) {
   Shape s;
   for (int d = 0; d < x.rank(); ++d)
     if (!drop[size_t(d)]) s.push_back(x.shape()[d]);
-  return reshape(x, s);
+  if (unknown_dims(s) <= 1) return reshape(x, s);
+  // Several unknown dims: x[..., 0, ...] at each dropped dim keeps them.
+  int64_t shrink = 0;
+  for (int d = 0; d < x.rank(); ++d)
+    if (drop[size_t(d)]) shrink |= int64_t(1) << d;
+  const int r = x.rank();
+  Axes end(size_t(r), 0);
+  for (int d = 0; d < r; ++d)
+    if (drop[size_t(d)]) end[size_t(d)] = 1;
+  return strided_slice(x, Axes(size_t(r), 0), end, {}, ~shrink & ((int64_t(1) << r) - 1),
+                       ~shrink & ((int64_t(1) << r) - 1), 0, 0, shrink);
 }
 
 Tensor stack(const std::vector<Tensor>& xs, int64_t axis) {
@@ -543,6 +627,34 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
       DF_CHECK(s[i] >= 0, "[split] sizes must be >= 0 or -1, got ", ints(sizes));
       total += s[i];
     }
+  }
+  if (!known(n)) {
+    // The dim is known only at run time: the pieces after the one of unknown size are
+    // counted from the end (strided_slice takes negative bounds).
+    std::vector<int64_t> known_sizes;
+    for (int64_t v : s) known_sizes.push_back(v < 0 ? 0 : v);
+    std::vector<Tensor> out;
+    int64_t start = 0, rest = total;  // rest: the known sizes from the current piece on
+    bool from_end = false;
+    const int r = x.rank();
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (!from_end && s[i] >= 0) {
+        out.push_back(slice_axis(x, a, start, s[i]));
+        start += s[i];
+        rest -= s[i];
+        continue;
+      }
+      Axes begin(size_t(r), 0), end(size_t(r), 0);
+      int64_t end_mask = all_but(r, a);
+      begin[size_t(a)] = from_end ? -rest : start;
+      const int64_t after = rest - known_sizes[i];
+      end[size_t(a)] = -after;
+      if (after == 0) end_mask |= int64_t(1) << a;
+      out.push_back(strided_slice(x, begin, end, {}, all_but(r, a), end_mask));
+      from_end = true;
+      rest = after;
+    }
+    return out;
   }
   if (unknown >= 0 && total <= n) s[size_t(unknown)] = n - total, total = n;
   DF_CHECK(total == n, "[split] sizes ", ints(sizes), " do not add up to dim ", a, " of shape ", x.shape());

@@ -74,6 +74,9 @@ struct OpCase {
   double rtol = 1e-5, atol = 1e-5;
   /// Expected error substring: the row checks that the call throws deepflow::Error with it.
   std::string error;
+  /// op_graph_test also runs the row in a graph whose inputs have an unknown (-1) leading
+  /// dim; false where that cannot work (a composite that needs the static size of that dim).
+  bool graph_unknown_dims = true;
 };
 
 /// d outputs / d inputs at an exact point, compared with the tape's gradient.

@@ -13,19 +13,21 @@ DF_OP_CASES(index) {
   const std::vector<DType> all_float = {DType::Float32, DType::Float64, DType::BFloat16, DType::Float16};
   return {
       // gather
+      // graph_unknown_dims: params dim 0 unknown: the gradient's unsorted_segment_sum needs a static num_segments
       {.name = "gather/axis0", .op = "gather", .inputs = {in({5, 3}), in_int({4}, 0, 5)}, .dtypes = all_float,
-       .grad_inputs = {0}},
+       .grad_inputs = {0}, .graph_unknown_dims = false},
       {.name = "gather/axis1-2d-indices", .op = "gather", .inputs = {in({3, 5, 2}), in_int({2, 4}, 0, 5)},
        .attrs = {{"axis", int64_t(1)}}, .grad_inputs = {0}},
       {.name = "gather/neg-axis-int32", .op = "gather",
        .inputs = {in({2, 3, 4}), in_int({6}, 0, 4, DType::Int32)}, .attrs = {{"axis", int64_t(-1)}},
        .grad_inputs = {0}},
       {.name = "gather/scalar-index", .op = "gather", .inputs = {in({4, 3}), in_int({}, 0, 4)},
-       .grad_inputs = {0}},
+       .grad_inputs = {0}, .graph_unknown_dims = false},
+      // graph_unknown_dims: the gradient with batch_dims needs static shapes
       {.name = "gather/batch_dims1", .op = "gather", .inputs = {in({2, 5, 3}), in_int({2, 4}, 0, 5)},
-       .attrs = {{"axis", int64_t(1)}, {"batch_dims", int64_t(1)}}, .grad_inputs = {0}},
+       .attrs = {{"axis", int64_t(1)}, {"batch_dims", int64_t(1)}}, .grad_inputs = {0}, .graph_unknown_dims = false},
       {.name = "gather/batch_dims1-axis2", .op = "gather", .inputs = {in({2, 3, 6, 2}), in_int({2, 4}, 0, 6)},
-       .attrs = {{"axis", int64_t(2)}, {"batch_dims", int64_t(-1)}}, .grad_inputs = {0}},
+       .attrs = {{"axis", int64_t(2)}, {"batch_dims", int64_t(-1)}}, .grad_inputs = {0}, .graph_unknown_dims = false},
       {.name = "gather/int-params", .op = "gather", .inputs = {in_int({6, 2}, -9, 9), in_int({3}, 0, 6)},
        .gradcheck = false},
       {.name = "gather/bool-params", .op = "gather", .inputs = {in_bool({6}), in_int({4}, 0, 6)}, .gradcheck = false},
@@ -39,10 +41,11 @@ DF_OP_CASES(index) {
        .attrs = {{"axis", int64_t(1)}, {"batch_dims", int64_t(1)}},
        .error = "[gather] params [2,5] and indices [3,1] differ"},
       // gather_nd
+      // graph_unknown_dims: the gradient (scatter_nd) needs the static shape of params
       {.name = "gather_nd/slices", .op = "gather_nd", .inputs = {in({4, 5, 3}), in_int({6, 2}, 0, 4)},
-       .dtypes = all_float, .grad_inputs = {0}},
+       .dtypes = all_float, .grad_inputs = {0}, .graph_unknown_dims = false},
       {.name = "gather_nd/elements", .op = "gather_nd", .inputs = {in({3, 3}), in_int({2, 2, 2}, 0, 3)},
-       .grad_inputs = {0}},
+       .grad_inputs = {0}, .graph_unknown_dims = false},
       {.name = "gather_nd/int32", .op = "gather_nd",
        .inputs = {in_int({4, 4}, 0, 9, DType::Int32), in_int({3, 1}, 0, 4, DType::Int32)}, .gradcheck = false},
       {.name = "gather_nd/out-of-range", .op = "gather_nd", .inputs = {in({2, 4}), in_fixed(i64({0, 1, 1, 5}, {2, 2}))},
@@ -88,9 +91,9 @@ DF_OP_CASES(index) {
        .error = "[one_hot] axis 3 must be -1 or in [0, 1]"},
       // composites of this family used with gradients
       {.name = "gather/fn", .inputs = {in({4, 3}), in_int({5}, 0, 4)},
-       .fn = [](const TensorList& x) { return TensorList{gather(x[0], x[1], 1 - 1)}; }, .grad_inputs = {0}},
+       .fn = [](const TensorList& x) { return TensorList{gather(x[0], x[1], 1 - 1)}; }, .grad_inputs = {0}, .graph_unknown_dims = false},
       {.name = "gather_nd/fn", .inputs = {in({3, 2}), in_int({2, 1}, 0, 3)},
-       .fn = [](const TensorList& x) { return TensorList{gather_nd(x[0], x[1])}; }, .grad_inputs = {0}},
+       .fn = [](const TensorList& x) { return TensorList{gather_nd(x[0], x[1])}; }, .grad_inputs = {0}, .graph_unknown_dims = false},
       {.name = "scatter_nd/fn", .inputs = {in_int({2, 1}, 0, 3), in({2, 2})},
        .fn = [](const TensorList& x) { return TensorList{scatter_nd(x[0], x[1], {3, 2})}; }, .grad_inputs = {1}},
       {.name = "unsorted_segment_sum/fn", .inputs = {in({4, 2}), in_int({4}, 0, 3)},

@@ -97,8 +97,9 @@ DF_OP_CASES(reduce) {
        .error = "[cumsum] expects a tensor of rank >= 1, got a scalar"},
       // top_k.
       {.name = "top_k/rows", .op = "top_k", .inputs = {in({3, 6})}, .attrs = {{"k", int64_t(3)}}},
+      // graph_unknown_dims: the gradient needs a known last dim (one_hot depth)
       {.name = "top_k/vector-all", .op = "top_k", .inputs = {in({5})}, .attrs = {{"k", int64_t(5)}},
-       .dtypes = all_float},
+       .dtypes = all_float, .graph_unknown_dims = false},
       {.name = "top_k/batch-unsorted", .op = "top_k", .inputs = {in({2, 3, 4})},
        .attrs = {{"k", int64_t(2)}, {"sorted", false}}},
       {.name = "top_k/int", .op = "top_k", .inputs = {in_int({3, 8}, 0, 5, DType::Int32)},

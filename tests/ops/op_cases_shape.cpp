@@ -48,7 +48,8 @@ DF_OP_CASES(shape) {
       // concat
       {.name = "concat/axis1", .op = "concat", .inputs = {in({2, 3}), in({2, 1}), in({2, 4})},
        .attrs = {{"axis", int64_t(1)}}, .dtypes = all_float},
-      {.name = "concat/axis0", .op = "concat", .inputs = {in({1, 3, 2}), in({3, 3, 2})}},
+      // graph_unknown_dims: two pieces of unknown size along the axis: the gradient's split needs all but one size
+      {.name = "concat/axis0", .op = "concat", .inputs = {in({1, 3, 2}), in({3, 3, 2})}, .graph_unknown_dims = false},
       {.name = "concat/neg-axis", .op = "concat", .inputs = {in({2, 3, 2}), in({2, 3, 1}), in({2, 3, 0})},
        .attrs = {{"axis", int64_t(-1)}}},
       {.name = "concat/one", .op = "concat", .inputs = {in({2, 3})}, .attrs = {{"axis", int64_t(1)}}},
@@ -147,8 +148,9 @@ DF_OP_CASES(shape) {
       // composites
       {.name = "expand_dims", .inputs = {in({2, 3})},
        .fn = [](const TensorList& x) { return one(expand_dims(x[0], -1)); }},
+      // graph_unknown_dims: squeeze without axes drops only dims known to be 1
       {.name = "squeeze/all", .inputs = {in({1, 3, 1, 2})},
-       .fn = [](const TensorList& x) { return one(squeeze(x[0])); }},
+       .fn = [](const TensorList& x) { return one(squeeze(x[0])); }, .graph_unknown_dims = false},
       {.name = "squeeze/axes", .inputs = {in({1, 3, 1, 2})},
        .fn = [](const TensorList& x) { return one(squeeze(x[0], {2})); }},
       {.name = "squeeze/not-one", .inputs = {in({1, 3})},
@@ -166,10 +168,11 @@ DF_OP_CASES(shape) {
       {.name = "split/indivisible", .inputs = {in({2, 6})},
        .fn = [](const TensorList& x) { return split(x[0], 4, 1); },
        .error = "[split] dim 1 of shape [2,6] (size 6) cannot be split into 4 equal pieces"},
+      // graph_unknown_dims: concat of three pieces of unknown size along the padded dim: its gradient's split needs all but one size
       {.name = "pad/reflect", .inputs = {in({4, 3})},
-       .fn = [](const TensorList& x) { return one(pad(x[0], {{1, 2}, {2, 0}}, "REFLECT")); }},
+       .fn = [](const TensorList& x) { return one(pad(x[0], {{1, 2}, {2, 0}}, "REFLECT")); }, .graph_unknown_dims = false},
       {.name = "pad/symmetric", .inputs = {in({2, 3})},
-       .fn = [](const TensorList& x) { return one(pad(x[0], {{2, 2}, {0, 1}}, "SYMMETRIC")); }},
+       .fn = [](const TensorList& x) { return one(pad(x[0], {{2, 2}, {0, 1}}, "SYMMETRIC")); }, .graph_unknown_dims = false},
       {.name = "pad/reflect-too-wide", .inputs = {in({4, 3})},
        .fn = [](const TensorList& x) { return one(pad(x[0], {{0, 0}, {3, 0}}, "REFLECT")); },
        .error = "[pad] REFLECT paddings [3,0] of dim 1 must be less than its size 3"},
@@ -190,7 +193,7 @@ DF_OP_CASES(shape) {
       {.name = "transpose/fn", .inputs = {in({2, 3})},
        .fn = [](const TensorList& x) { return one(transpose(x[0])); }},
       {.name = "concat/fn", .inputs = {in({2, 3}), in({1, 3})},
-       .fn = [](const TensorList& x) { return one(concat({x[0], x[1]}, 0)); }},
+       .fn = [](const TensorList& x) { return one(concat({x[0], x[1]}, 0)); }, .graph_unknown_dims = false},
       {.name = "reshape/fn", .inputs = {in({2, 3})},
        .fn = [](const TensorList& x) { return one(reshape(x[0], {-1})); }},
   };

@@ -101,13 +101,20 @@ bool has_empty(const OpCall& c) {
   return false;
 }
 
+// input_sizes with its batch (-1 in graphs with an unknown batch, see ops/conv.cpp) from dy's.
+Shape input_sizes_of(const OpCall& c, const Tensor& dy) {
+  Shape s(c.attr_ints("input_sizes"));
+  if (s.rank() == 4 && s[0] < 0) s[0] = dy.dim(0);
+  return s;
+}
+
 ConvGeometry geometry_of(const OpCall& c) {
   const auto& s = c.attr_ints("strides");
   const auto& d = c.attr_ints("dilations");
   const std::string& p = c.attr_string("padding");
   switch (c.def->id) {
     case OpId::Conv2D: return detail::conv_geometry(c.in(0).shape(), c.in(1).shape(), s, p, d);
-    case OpId::Conv2DBackpropInput: return detail::conv_geometry(Shape(c.attr_ints("input_sizes")), c.in(0).shape(), s, p, d);
+    case OpId::Conv2DBackpropInput: return detail::conv_geometry(input_sizes_of(c, c.in(1)), c.in(0).shape(), s, p, d);
     default: return detail::conv_geometry(c.in(0).shape(), Shape(c.attr_ints("filter_sizes")), s, p, d);
   }
 }
@@ -182,7 +189,7 @@ void onednn_conv(const OpCall& c, TensorList& out) {
 
 // --- max_pool, avg_pool, avg_pool_grad ---
 ConvGeometry pool_geometry_of(const OpCall& c) {
-  const Shape& x = c.def->id == OpId::AvgPoolGrad ? Shape(c.attr_ints("input_sizes")) : c.in(0).shape();
+  const Shape x = c.def->id == OpId::AvgPoolGrad ? input_sizes_of(c, c.in(0)) : c.in(0).shape();
   return detail::pool_geometry(x, c.attr_ints("ksize"), c.attr_ints("strides"), c.attr_string("padding"));
 }
 

@@ -45,7 +45,9 @@ void accumulate(T& a, T b) {
 // out [B, O, K, I] = params [B, O, N, I] at index [B, K].
 void ref_gather(const OpCall& c, TensorList& out) {
   const Tensor &params = c.in(0), &indices = c.in(1);
-  const auto [B, O, N, I, K, axis] = detail::gather_geometry(c);
+  // Named fields, not a structured binding: clang 14 cannot capture those in lambdas.
+  const detail::GatherGeometry geo = detail::gather_geometry(c);
+  const int64_t B = geo.B, O = geo.O, N = geo.N, I = geo.I, K = geo.K;
   const std::vector<int64_t> idx = indices.to_vector<int64_t>();
   for (size_t j = 0; j < idx.size(); ++j)
     DF_CHECK(idx[j] >= 0 && idx[j] < N, "[gather] indices[", index_string(indices.shape(), int64_t(j)), "] = ", idx[j],

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+// Graph optimization passes: rewrites that never change what a graph computes.
+//
+//   auto g = std::make_shared<Graph>();  ...build...; g->outputs = {g->value_of(y)};
+//   std::vector<ValueRef> keep = {g->value_of(logits)};   // other values the caller needs
+//   std::shared_ptr<Graph> opt = optimize(*g, {}, &keep);
+//   Executor ex(opt, {opt->value(... )}, {opt->outputs[0], keep[0]});
+//
+// Mapping values through a rewrite. Passes renumber, merge, fold and fuse nodes, so a
+// ValueRef or node id of the input graph means nothing in the result, except through:
+//   - graph.inputs and graph.outputs, which every pass remaps (the function interface);
+//   - `keep`: every value listed there is kept alive (never removed or fused away, so it
+//     can be fetched or fed), and on return each entry is rewritten in place to the value
+//     that now holds the same result (possibly another node's: CSE merges equal values,
+//     simplification maps x + 0 to x).
+// So a caller puts its fetches and feeds (other than placeholders, which are never touched)
+// in `keep` (or graph.outputs) and reads them back from there. Names: a node replaced in
+// place (folded to a constant, turned into a fused op at the end of a chain) keeps its name,
+// but merged and simplified-away nodes vanish, so look values up through `keep`, not by name.
+//
+// Guarantees. Stateful nodes (placeholders, variable reads and assigns, random ops, no_op,
+// and any node with a function or variable attribute) are never removed, merged, folded or
+// reordered, and keep their control inputs; a node that has control inputs is never removed
+// by simplification (the classic "identity under control_dependencies" idiom keeps working).
+// Results are unchanged except for float reassociation inside a fusion (within 1e-6
+// relative; conv + batch-norm folding computes the new filter in float64, then rounds).
+// Passes do not look inside function-valued attributes (cond / while bodies).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "deepflow/graph/graph.h"
+
+namespace deepflow {
+
+/// Which passes optimize() runs; each can be switched off alone.
+struct PassOptions {
+  bool dce = true;
+  bool cse = true;
+  bool constant_folding = true;
+  bool algebraic = true;
+  bool fuse_matmul = true;
+  bool fold_batch_norm = true;
+  bool fuse_elementwise = true;
+  /// Constant folding leaves nodes whose outputs exceed this many elements (together) alone.
+  int64_t max_folded_elements = 1 << 20;
+};
+
+/// Runs the enabled passes on a copy of g (to a fixed point where it helps) and returns it,
+/// with g.inputs and g.outputs remapped and `keep` rewritten in place (see above).
+std::shared_ptr<Graph> optimize(const Graph& g, const PassOptions& options = {},
+                                std::vector<ValueRef>* keep = nullptr);
+
+// Each pass rewrites g in place, remaps g.inputs, g.outputs and keep, and returns the number
+// of rewrites it made. Passes other than dead-code elimination remove only the nodes they
+// replaced; inputs left unused behind them are dead code.
+
+/// Removes every node that no graph output, kept value or stateful node needs (through data
+/// or control edges). A graph with no outputs and no keep loses all its pure nodes.
+int eliminate_dead_code(Graph& g, std::vector<ValueRef>* keep = nullptr);
+/// Merges pure nodes with the same op, inputs, control inputs, device and equal attributes
+/// (attr_equal; identical constants merge too) into the first of them.
+int eliminate_common_subexpressions(Graph& g, std::vector<ValueRef>* keep = nullptr);
+/// Replaces each pure node whose inputs are all constants by constants holding its results
+/// (computed once, eagerly), unless they exceed max_elements together. The node keeps its
+/// name and control inputs.
+int fold_constants(Graph& g, std::vector<ValueRef>* keep = nullptr, int64_t max_elements = 1 << 20);
+/// x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1 -> x when the result has x's dtype and shape (no
+/// broadcasting); neg(neg(x)) -> x; transpose of transpose -> one transpose (or x when the
+/// perms cancel); reshape of reshape -> one reshape; reshape to x's own (known) shape -> x;
+/// cast to x's dtype -> x; identity(x) -> x unless it is a graph output or kept.
+/// x * 0 is NOT folded for floats: it is NaN for x = inf or NaN, and -0 for x < 0.
+/// x + 0 may turn -0 into +0 (equal as numbers), as TensorFlow's simplifier does.
+int simplify_algebra(Graph& g, std::vector<ValueRef>* keep = nullptr);
+/// matmul -> add of a bias [n] (on the last dim) -> relu / tanh / sigmoid, where the
+/// intermediates have no other users, becomes one fused_matmul (float32 and float64).
+int fuse_matmul(Graph& g, std::vector<ValueRef>* keep = nullptr);
+/// For inference: conv2d with a constant filter followed by fused_batch_norm(is_training =
+/// false) with constant parameters (or by a multiply with a constant per-channel scale, what
+/// batch_normalization becomes after constant folding) folds the scale into a new constant
+/// filter; the batch norm becomes an add of a constant bias.
+int fold_batch_norm(Graph& g, std::vector<ValueRef>* keep = nullptr);
+/// A tree of float32 elementwise ops (the unary and binary primitives of
+/// deepflow/graph/passes/program.h) over values of one fully known shape, scalars and
+/// last-dim rows, whose intermediates have one user each, becomes one fused_elementwise node
+/// evaluated in one blocked loop. Scalar constants become immediates of the program.
+int fuse_elementwise(Graph& g, std::vector<ValueRef>* keep = nullptr);
+
+// --- the fused primitives (ops/fused.cpp), also callable directly ---
+
+/// act(matmul(a, b, transpose_a, transpose_b) + bias); bias [n] may be undefined;
+/// activation "" (none), "relu", "tanh", "sigmoid" or "gelu" (the exact erf form).
+Tensor fused_matmul(const Tensor& a, const Tensor& b, const Tensor& bias = Tensor(), bool transpose_a = false,
+                    bool transpose_b = false, const std::string& activation = "");
+/// Evaluates a postfix program (deepflow/graph/passes/program.h) elementwise over inputs.
+Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& program);
+
+}  // namespace deepflow

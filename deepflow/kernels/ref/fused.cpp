@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reference kernels of the fused primitives: the parts composed one element at a time with
+// the reference kernels' formulas (the oracle the fused CPU kernels are tested against).
+#include <cmath>
+#include <numbers>
+#include <type_traits>
+#include <vector>
+
+#include "deepflow/graph/passes/program.h"
+#include "deepflow/kernels/binary_functors.h"
+#include "deepflow/kernels/kernel.h"
+#include "deepflow/kernels/ref/ref_util.h"
+
+namespace deepflow {
+namespace {
+
+template <class T> T sigmoid_of(T x) {
+  if (x >= 0) return T(1) / (T(1) + std::exp(-x));
+  T e = std::exp(x);
+  return e / (T(1) + e);
+}
+
+template <class T> T activate(const std::string& act, T z) {
+  if (act.empty()) return z;
+  if (act == "relu") return z < 0 ? T(0) : z;
+  if (act == "tanh") return std::tanh(z);
+  if (act == "sigmoid") return sigmoid_of(z);
+  return T(0.5) * z * (T(1) + std::erf(z / T(std::numbers::sqrt2)));  // gelu
+}
+
+// --- fused_matmul --- the matmul triple loop (double accumulation), + bias, activation.
+void ref_fused_matmul(const OpCall& c, TensorList& out) {
+  const Tensor &a = c.in(0), &b = c.in(1);
+  Tensor& o = out[0];
+  const bool ta = c.attr_bool("transpose_a"), tb = c.attr_bool("transpose_b"), has_bias = c.attr_bool("has_bias");
+  const std::string& act = c.attr_string("activation");
+  const int64_t ar = a.dim(-2), ac = a.dim(-1), br = b.dim(-2), bc = b.dim(-1);
+  const int64_t m = ta ? ac : ar, k = ta ? ar : ac, n = tb ? br : bc;
+  const Shape batch_a(a.shape().begin(), a.shape().end() - 2), batch_b(b.shape().begin(), b.shape().end() - 2);
+  const Shape batch_o(o.shape().begin(), o.shape().end() - 2);
+  DF_DISPATCH_FLOAT(a.dtype(), c.name(), [&] {
+    using CT = compute_t<scalar_t>;
+    const scalar_t* bias = has_bias ? c.in(2).data<scalar_t>() : nullptr;
+    for (int64_t bi = 0; bi < batch_o.num_elements(); ++bi) {
+      const scalar_t* pa = a.data<scalar_t>() + ref::broadcast_offset(batch_o, batch_a, bi) * ar * ac;
+      const scalar_t* pb = b.data<scalar_t>() + ref::broadcast_offset(batch_o, batch_b, bi) * br * bc;
+      scalar_t* po = o.data<scalar_t>() + bi * m * n;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double acc = 0;
+          for (int64_t p = 0; p < k; ++p)
+            acc += double(CT(ta ? pa[p * ac + i] : pa[i * ac + p])) * double(CT(tb ? pb[j * bc + p] : pb[p * bc + j]));
+          CT z = CT(acc);
+          if (bias) z = z + CT(bias[j]);
+          po[i * n + j] = scalar_t(activate<CT>(act, z));
+        }
+    }
+  });
+}
+
+template <class T> T apply(OpId op, T a, T b) {
+  switch (op) {
+    case OpId::Neg: return -a;
+    case OpId::Abs: return std::fabs(a);
+    case OpId::Sign: return a > 0 ? T(1) : a < 0 ? T(-1) : a;
+    case OpId::Exp: return std::exp(a);
+    case OpId::Log: return std::log(a);
+    case OpId::Log1p: return std::log1p(a);
+    case OpId::Expm1: return std::expm1(a);
+    case OpId::Sqrt: return std::sqrt(a);
+    case OpId::Rsqrt: return T(1) / std::sqrt(a);
+    case OpId::Square: return a * a;
+    case OpId::Sin: return std::sin(a);
+    case OpId::Cos: return std::cos(a);
+    case OpId::Tanh: return std::tanh(a);
+    case OpId::Sigmoid: return sigmoid_of(a);
+    case OpId::Relu: return a < 0 ? T(0) : a;
+    case OpId::Erf: return std::erf(a);
+    case OpId::Floor: return std::floor(a);
+    case OpId::Ceil: return std::ceil(a);
+    case OpId::Round: return std::nearbyint(a);
+    case OpId::Add: return fn::Add::f(a, b);
+    case OpId::Sub: return fn::Sub::f(a, b);
+    case OpId::Mul: return fn::Mul::f(a, b);
+    case OpId::Div: return fn::Div::f(a, b);
+    case OpId::Pow: return fn::Pow::f(a, b);
+    case OpId::Maximum: return fn::Maximum::f(a, b);
+    case OpId::Minimum: return fn::Minimum::f(a, b);
+    default: fail("[fused_elementwise] unsupported op ", primitive_name(op));
+  }
+}
+
+// --- fused_elementwise --- one element at a time through a value stack.
+void ref_fused_elementwise(const OpCall& c, TensorList& out) {
+  const fused::Program p = fused::parse(c.attr_string("program"), c.num_inputs());
+  Tensor& o = out[0];
+  const Shape& s = o.shape();
+  const int64_t row = s.rank() ? s[s.rank() - 1] : 1;
+  DF_DISPATCH_FLOAT(o.dtype(), c.name(), [&] {
+    using CT = compute_t<scalar_t>;
+    std::vector<CT> stack;
+    for (int64_t e = 0; e < o.size(); ++e) {
+      stack.clear();
+      for (const fused::Instr& ins : p.code) {
+        if (ins.kind == fused::Instr::Input) {
+          const Tensor& x = c.in(ins.index);
+          const fused::Broadcast bc = fused::broadcast_of(x.shape(), s);
+          const int64_t at = bc == fused::Broadcast::Full ? e : bc == fused::Broadcast::Scalar ? 0 : e % row;
+          stack.push_back(CT(x.data<scalar_t>()[at]));
+        } else if (ins.kind == fused::Instr::Immediate) {
+          stack.push_back(CT(ins.value));
+        } else if (ins.arity == 1) {
+          stack.back() = apply<CT>(ins.op, stack.back(), CT(0));
+        } else {
+          CT b = stack.back();
+          stack.pop_back();
+          stack.back() = apply<CT>(ins.op, stack.back(), b);
+        }
+      }
+      o.data<scalar_t>()[e] = scalar_t(stack.back());
+    }
+  });
+}
+
+}  // namespace
+
+DF_REGISTER_KERNEL(FusedMatMul, {.run = ref_fused_matmul});
+DF_REGISTER_KERNEL(FusedElementwise, {.run = ref_fused_elementwise});
+
+}  // namespace deepflow

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+// Op-table rows of the fused primitives (ops/fused.cpp), which graph passes create.
+#include "deepflow/graph/passes.h"
+#include "op_cases.h"
+
+namespace deepflow::testing {
+
+namespace {
+Attrs fm(const char* act, bool bias, bool ta = false, bool tb = false) {
+  return {{"transpose_a", ta}, {"transpose_b", tb}, {"activation", std::string(act)}, {"has_bias", bias}};
+}
+Attrs prog(const char* p) { return {{"program", std::string(p)}}; }
+}  // namespace
+
+DF_OP_CASES(fused) {
+  return {
+      // fused_matmul: every activation, with and without bias, transposes, batches.
+      {.name = "fused_matmul/bias", .op = "fused_matmul", .inputs = {in({3, 4}), in({4, 5}), in({5})},
+       .attrs = fm("", true)},
+      {.name = "fused_matmul/relu", .op = "fused_matmul", .inputs = {in_away({3, 4}, 0.2), in({4, 5}), in({5})},
+       .attrs = fm("relu", true), .gradcheck = false},
+      {.name = "fused_matmul/relu-grad", .op = "fused_matmul",
+       .inputs = {in_fixed(f64({1, 2, 3, 4, -1, -2}, {2, 3})), in_fixed(f64({1, -1, 0.5, 2, -1, 1}, {3, 2})),
+                  in_fixed(f64({0.25, -0.5}, {2}))},
+       .attrs = fm("relu", true)},
+      {.name = "fused_matmul/tanh-nt", .op = "fused_matmul", .inputs = {in({3, 4}), in({5, 4}), in({5})},
+       .attrs = fm("tanh", true, false, true)},
+      {.name = "fused_matmul/sigmoid-tn", .op = "fused_matmul", .inputs = {in({4, 3}), in({4, 5}), in({5})},
+       .attrs = fm("sigmoid", true, true, false)},
+      {.name = "fused_matmul/gelu-tt", .op = "fused_matmul", .inputs = {in({4, 3}), in({5, 4}), in({5})},
+       .attrs = fm("gelu", true, true, true), .rtol = 1e-4, .atol = 1e-5},
+      {.name = "fused_matmul/relu-no-bias", .op = "fused_matmul", .inputs = {in({3, 4}), in({4, 5})},
+       .attrs = fm("relu", false), .gradcheck = false},
+      {.name = "fused_matmul/batch-folded", .op = "fused_matmul", .inputs = {in({2, 3, 4}), in({4, 5}), in({5})},
+       .attrs = fm("tanh", true)},
+      {.name = "fused_matmul/batch-equal", .op = "fused_matmul", .inputs = {in({2, 3, 4}), in({2, 5, 4}), in({5})},
+       .attrs = fm("sigmoid", true, false, true)},
+      {.name = "fused_matmul/large", .op = "fused_matmul", .inputs = {in({64, 300}), in({300, 70}), in({70})},
+       .attrs = fm("relu", true), .gradcheck = false, .rtol = 1e-4, .atol = 1e-4},
+      {.name = "fused_matmul/bad-bias", .op = "fused_matmul", .inputs = {in({3, 4}), in({4, 5}), in({4})},
+       .attrs = fm("", true), .error = "[fused_matmul] bias must be [5] (the columns of the product [3,5]), got [4]"},
+      {.name = "fused_matmul/bad-activation", .op = "fused_matmul", .inputs = {in({3, 4}), in({4, 5})},
+       .attrs = fm("swish", false), .error = "[fused_matmul] unknown activation \"swish\""},
+      {.name = "fused_matmul/inner-mismatch", .op = "fused_matmul", .inputs = {in({3, 4}), in({5, 5})},
+       .attrs = fm("", false), .error = "[fused_matmul] [matmul] inner dimensions differ"},
+      // fused_elementwise: chains with scalars, immediates and rows; every op the programs use.
+      {.name = "fused_elementwise/bias-relu", .op = "fused_elementwise", .inputs = {in_away({3, 4}, 0.1), in({4})},
+       .attrs = prog("$0 $1 add relu"), .gradcheck = false},
+      {.name = "fused_elementwise/chain", .op = "fused_elementwise", .inputs = {in({2, 3, 5}), in({2, 3, 5}), in({})},
+       .attrs = prog("$0 $1 mul $2 sub #0.5 mul tanh $0 add")},
+      {.name = "fused_elementwise/unary-all", .op = "fused_elementwise", .inputs = {in({40}, 0.5, 2)},
+       .attrs = prog("$0 exp log sqrt rsqrt neg abs square sin cos sigmoid log1p expm1 erf tanh")},
+      {.name = "fused_elementwise/binary-all", .op = "fused_elementwise", .inputs = {in({33}, 0.5, 2), in({33}, 0.5, 2)},
+       .attrs = prog("$0 $1 pow $0 div $1 maximum $0 minimum $1 add $0 sub #2 mul")},
+      {.name = "fused_elementwise/floor-ceil-round", .op = "fused_elementwise", .inputs = {in({300}, -5, 5)},
+       .attrs = prog("$0 floor $0 ceil add $0 round add $0 sign add"), .gradcheck = false},
+      {.name = "fused_elementwise/exp-wide", .op = "fused_elementwise",
+       .inputs = {in_fixed(f64({-1e9, -200, -90, 0, 1, 88, 100, -0.5}, {8}))}, .attrs = prog("$0 exp $0 sigmoid add"),
+       .gradcheck = false},
+      {.name = "fused_elementwise/large", .op = "fused_elementwise", .inputs = {in({300, 257}), in({257})},
+       .attrs = prog("$0 $1 add #0.1 mul $0 mul tanh"), .gradcheck = false},
+      {.name = "fused_elementwise/bad-program", .op = "fused_elementwise", .inputs = {in({3})},
+       .attrs = prog("$0 add"), .error = "[fused_elementwise] 'add' needs 2 operands, the stack has 1"},
+      {.name = "fused_elementwise/bad-input", .op = "fused_elementwise", .inputs = {in({3})},
+       .attrs = prog("$1 relu"), .error = "[fused_elementwise] bad input token '$1'"},
+      {.name = "fused_elementwise/not-elementwise", .op = "fused_elementwise", .inputs = {in({3})},
+       .attrs = prog("$0 matmul"), .error = "[fused_elementwise] 'matmul' is not an elementwise op"},
+      {.name = "fused_elementwise/shape-mismatch", .op = "fused_elementwise", .inputs = {in({3, 4}), in({3})},
+       .attrs = prog("$0 $1 add"), .error = "[fused_elementwise] input 1 has shape [3]"},
+      // The public functions.
+      {.name = "fused_matmul/fn", .op = "fused_matmul",
+       .inputs = {in({3, 4}), in({4, 2}), in({2})},
+       .fn = [](const TensorList& x) { return TensorList{fused_matmul(x[0], x[1], x[2], false, false, "tanh")}; }},
+      {.name = "fused_elementwise/fn", .op = "fused_elementwise",
+       .inputs = {in({3, 4}), in({3, 4})},
+       .fn = [](const TensorList& x) { return TensorList{fused_elementwise({x[0], x[1]}, "$0 $1 mul sigmoid")}; }},
+  };
+}
+
+}  // namespace deepflow::testing
