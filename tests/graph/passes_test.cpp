@@ -313,43 +313,6 @@ TEST(Passes, KeepMapsCallerValuesThroughTheRewrite) {
 
 // --- equivalence on the op table ---
 
-TensorList make_inputs(const testing::OpCase& c, DType float_dtype) {
-  std::mt19937_64 rng(std::hash<std::string>{}(c.name));
-  TensorList xs;
-  for (const testing::InputSpec& s : c.inputs) {
-    std::vector<double> v(size_t(s.shape.num_elements()));
-    switch (s.kind) {
-      case testing::InputSpec::Kind::Float:
-        for (double& x : v) {
-          x = std::uniform_real_distribution<double>(s.lo, s.hi)(rng);
-          if (s.min_abs > 0) {
-            double m = std::uniform_real_distribution<double>(s.min_abs, std::max(s.hi, s.min_abs))(rng);
-            x = x < 0 ? -m : m;
-          }
-        }
-        xs.push_back(constant(v, s.shape, float_dtype));
-        break;
-      case testing::InputSpec::Kind::Int:
-        for (double& x : v) x = double(std::uniform_int_distribution<int64_t>(int64_t(s.lo), int64_t(s.hi) - 1)(rng));
-        xs.push_back(constant(v, s.shape, s.int_dtype));
-        break;
-      case testing::InputSpec::Kind::Bool:
-        for (double& x : v) x = double(rng() & 1);
-        xs.push_back(constant(v, s.shape, DType::Bool));
-        break;
-      case testing::InputSpec::Kind::Fixed:
-        xs.push_back(is_floating(s.fixed.dtype()) ? cast(s.fixed, float_dtype) : s.fixed);
-        break;
-    }
-  }
-  return xs;
-}
-
-TensorList run_row(const testing::OpCase& c, const TensorList& xs) {
-  if (c.fn) return c.fn(xs);
-  return dispatch(op_id_from_name(c.op), xs, c.attrs);
-}
-
 class PassesOnOpTable : public ::testing::TestWithParam<testing::OpCase> {};
 
 // Each row built in a graph, from placeholders and from constants (which folding then

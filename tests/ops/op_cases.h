@@ -91,6 +91,11 @@ struct KinkCase {
 inline void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
 inline void PrintTo(const KinkCase& c, std::ostream* os) { *os << c.name; }
 
+/// A row's inputs, floats in float_dtype; deterministic (seeded by the row name).
+TensorList make_inputs(const OpCase& c, DType float_dtype);
+/// Runs a row: its fn, or dispatch(op, inputs, attrs).
+TensorList run_row(const OpCase& c, const TensorList& xs);
+
 std::vector<OpCase>& all_op_cases();
 std::vector<KinkCase>& all_kink_cases();
 struct OpCaseRegistrar {

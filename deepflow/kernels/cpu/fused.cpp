@@ -19,28 +19,9 @@
 #include "deepflow/graph/passes/program.h"
 #include "deepflow/kernels/binary_functors.h"
 #include "deepflow/kernels/cpu/onednn_util.h"
+#include "deepflow/kernels/cpu/vector_math.h"
 #include "deepflow/kernels/kernel.h"
 
-extern "C" {
-#pragma omp declare simd notinbranch
-float expf(float) noexcept;
-#pragma omp declare simd notinbranch
-float logf(float) noexcept;
-#pragma omp declare simd notinbranch
-float log1pf(float) noexcept;
-#pragma omp declare simd notinbranch
-float expm1f(float) noexcept;
-#pragma omp declare simd notinbranch
-float sinf(float) noexcept;
-#pragma omp declare simd notinbranch
-float cosf(float) noexcept;
-#pragma omp declare simd notinbranch
-float tanhf(float) noexcept;
-#pragma omp declare simd notinbranch
-float erff(float) noexcept;
-#pragma omp declare simd notinbranch
-float powf(float, float) noexcept;
-}
 
 namespace deepflow {
 namespace {
@@ -48,19 +29,7 @@ namespace {
 // --- fused_matmul on oneDNN ---
 
 using dims = dnnl::memory::dims;
-
-dims row_major_strides(const dims& d, bool transposed) {
-  const size_t r = d.size();
-  dims stored = d, st(r);
-  if (transposed) std::swap(stored[r - 1], stored[r - 2]);
-  int64_t acc = 1;
-  for (size_t i = r; i-- > 0;) {
-    st[i] = acc;
-    acc *= stored[i];
-  }
-  if (transposed) std::swap(st[r - 1], st[r - 2]);
-  return st;
-}
+using onednn::operand_strides;
 
 struct MatMulEntry {
   dnnl::matmul prim;
@@ -87,11 +56,11 @@ int activation_code(const std::string& a) {
 std::shared_ptr<const MatMulEntry> make_matmul(const dims& ad, const dims& bd, const dims& cd, bool ta, bool tb,
                                                bool has_bias, int act) {
   using dt = dnnl::memory::data_type;
-  dnnl::memory::desc a(ad, dt::f32, row_major_strides(ad, ta)), b(bd, dt::f32, row_major_strides(bd, tb)),
-      c(cd, dt::f32, row_major_strides(cd, false));
+  dnnl::memory::desc a(ad, dt::f32, operand_strides(ad, ta)), b(bd, dt::f32, operand_strides(bd, tb)),
+      c(cd, dt::f32, operand_strides(cd, false));
   dims bias_dims(cd.size(), 1);
   bias_dims.back() = cd.back();
-  dnnl::memory::desc bias = has_bias ? dnnl::memory::desc(bias_dims, dt::f32, row_major_strides(bias_dims, false))
+  dnnl::memory::desc bias = has_bias ? dnnl::memory::desc(bias_dims, dt::f32, operand_strides(bias_dims, false))
                                      : dnnl::memory::desc();
   dnnl::primitive_attr attr = onednn::user_scratchpad();
   if (act) {

@@ -24,6 +24,7 @@ using dt = dnnl::memory::data_type;
 
 using onednn::cpu_engine;
 using onednn::thread_stream;
+using onednn::operand_strides;
 
 dt dnnl_type(DType t) {
   switch (t) {
@@ -45,21 +46,6 @@ struct Plan {
     return k;
   }
 };
-
-// Row-major strides of `shape` (batch dims, then rows, cols), with the last two swapped
-// when the operand is stored transposed.
-dims operand_strides(const dims& logical, bool transposed) {
-  const size_t r = logical.size();
-  dims stored = logical, st(r);
-  if (transposed) std::swap(stored[r - 1], stored[r - 2]);
-  int64_t acc = 1;
-  for (size_t i = r; i-- > 0;) {
-    st[i] = acc;
-    acc *= stored[i];
-  }
-  if (transposed) std::swap(st[r - 1], st[r - 2]);
-  return st;
-}
 
 Plan make_plan(const Tensor& a, const Tensor& b, const Tensor& o, bool ta, bool tb, DType type) {
   const int64_t m = ta ? a.dim(-1) : a.dim(-2), k = ta ? a.dim(-2) : a.dim(-1), n = tb ? b.dim(-2) : b.dim(-1);

@@ -32,4 +32,17 @@ dnnl::primitive_attr user_scratchpad() {
 
 Tensor scratch_tensor(size_t bytes) { return Tensor(Shape{int64_t(std::max<size_t>(bytes, 1))}, DType::UInt8); }
 
+dnnl::memory::dims operand_strides(const dnnl::memory::dims& logical, bool transposed) {
+  const size_t r = logical.size();
+  dnnl::memory::dims stored = logical, st(r);
+  if (transposed) std::swap(stored[r - 1], stored[r - 2]);
+  int64_t acc = 1;
+  for (size_t i = r; i-- > 0;) {
+    st[i] = acc;
+    acc *= stored[i];
+  }
+  if (transposed) std::swap(st[r - 1], st[r - 2]);
+  return st;
+}
+
 }  // namespace deepflow::onednn

@@ -32,6 +32,9 @@ std::optional<dnnl::memory::data_type> data_type(DType t);
 dnnl::primitive_attr user_scratchpad();
 /// A byte buffer of at least `bytes` (1 when 0) from the caching allocator.
 Tensor scratch_tensor(size_t bytes);
+/// Row-major strides of a matmul operand with logical dims (batch..., rows, cols),
+/// with the last two swapped when the operand is stored transposed.
+dnnl::memory::dims operand_strides(const dnnl::memory::dims& logical, bool transposed);
 
 /// A thread-safe LRU of created primitives (or anything built from them), keyed by
 /// geometry. A null entry remembers that oneDNN refused a call (dnnl::error from

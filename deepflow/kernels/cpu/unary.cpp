@@ -2,11 +2,8 @@
 // Optimized CPU kernels of the unary primitives for float32, and for bfloat16
 // and float16 through float32 blocks: flat `omp simd` loops split across threads.
 //
-// The transcendental functions vectorize through glibc's libmvec (expf -> 8
-// lanes of _ZGVdN8v_expf under AVX2). glibc declares those SIMD variants only
-// under -ffast-math, which we do not use (it would break NaN and inf handling
-// elsewhere), so the declarations below add them. libm.so pulls libmvec in as
-// needed. Measured on 1M random floats against float64, the largest relative
+// The transcendental functions vectorize through glibc's libmvec (see
+// kernels/cpu/vector_math.h). Measured on 1M random floats against float64, the largest relative
 // error is 3e-7 (5e-7 for exp and sigmoid on their wide path below), inside the
 // 1e-6 we aim for and the 1e-5 the op table allows against the reference kernels.
 #include <immintrin.h>
@@ -18,26 +15,9 @@
 #include <type_traits>
 
 #include "deepflow/core/parallel.h"
+#include "deepflow/kernels/cpu/vector_math.h"
 #include "deepflow/kernels/kernel.h"
 
-extern "C" {
-#pragma omp declare simd notinbranch
-float expf(float) noexcept;
-#pragma omp declare simd notinbranch
-float logf(float) noexcept;
-#pragma omp declare simd notinbranch
-float log1pf(float) noexcept;
-#pragma omp declare simd notinbranch
-float expm1f(float) noexcept;
-#pragma omp declare simd notinbranch
-float sinf(float) noexcept;
-#pragma omp declare simd notinbranch
-float cosf(float) noexcept;
-#pragma omp declare simd notinbranch
-float tanhf(float) noexcept;
-#pragma omp declare simd notinbranch
-float erff(float) noexcept;
-}
 
 namespace deepflow {
 namespace {
