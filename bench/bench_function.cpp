@@ -104,10 +104,11 @@ void profile(const ConcreteFunction& cf, const TensorList& inputs, double step_u
     std::printf("  %-32s %3d nodes %8.1f us\n", name.c_str(), per_op[name].second, us);
 }
 
-void bm_traced(benchmark::State& state, bool passes) {
+void bm_traced(benchmark::State& state, bool passes, bool parallel = false) {
   MlpStep m;
-  Function step = function([&](const Tensor& xs, const Tensor& ys) { return m.step(xs, ys); },
-                           {.name = "mlp_step", .optimize = passes});
+  FunctionOptions opts{.name = "mlp_step", .optimize = passes};
+  opts.executor.parallel = parallel;
+  Function step = function([&](const Tensor& xs, const Tensor& ys) { return m.step(xs, ys); }, opts);
   if (!warm_up(state, [&] { step(m.x, m.labels); })) return;
   for (auto _ : state) benchmark::DoNotOptimize(step(m.x, m.labels));
   state.counters["traces"] = step.trace_count();
@@ -126,6 +127,11 @@ void bm_traced(benchmark::State& state, bool passes) {
 BENCHMARK(bm_eager)->Name("function/mlp_step_32x784x128x10/eager")->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(bm_traced, passes, true)
     ->Name("function/mlp_step_32x784x128x10/traced")
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+// The parallel executor caps each node's intra-op threads: slower on this chain-like step.
+BENCHMARK_CAPTURE(bm_traced, parallel, true, true)
+    ->Name("function/mlp_step_32x784x128x10/traced_parallel")
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(bm_traced, no_passes, false)
