@@ -21,9 +21,12 @@
 #include <vector>
 
 #include "deepflow/deepflow.h"
+#include "bench_util.h"
 
 namespace deepflow {
 namespace {
+
+using bench::warm_up;
 
 struct MlpStep {
   static constexpr int64_t kBatch = 32, kIn = 784, kHidden = 128, kClasses = 10;
@@ -48,16 +51,6 @@ struct MlpStep {
     return loss;
   }
 };
-
-template <class Body> bool warm_up(benchmark::State& state, Body&& body) {
-  try {
-    body();
-    return true;
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return false;
-  }
-}
 
 void bm_eager(benchmark::State& state) {
   MlpStep m;

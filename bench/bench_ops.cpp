@@ -22,9 +22,12 @@
 
 #include "deepflow/core/parallel.h"
 #include "deepflow/deepflow.h"
+#include "bench_util.h"
 
 namespace deepflow {
 namespace {
+
+using bench::warm_up;
 
 constexpr int64_t k16M = int64_t(1) << 24;
 
@@ -49,19 +52,6 @@ Tensor uniform(const Shape& shape, DType dtype = DType::Float32, float lo = -1, 
     fail("[bench] unsupported dtype ", dtype);
   }
   return t;
-}
-
-// Runs body once outside the timing loop so errors surface as a skipped benchmark
-// (an exception escaping the loop would abort the whole run).
-template <class Body>
-bool warm_up(benchmark::State& state, Body&& body) {
-  try {
-    body();
-    return true;
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return false;
-  }
 }
 
 // Counter "GFLOP" or "GB": giga-units per iteration, shown as a rate (GFLOP/s, GB/s).

@@ -16,13 +16,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::error_of;
-
-void expect_near(const Tensor& a, const Tensor& b, double tol) {
-  ASSERT_EQ(a.shape(), b.shape());
-  std::vector<double> va = cast(a, DType::Float64).to_vector<double>();
-  std::vector<double> vb = cast(b, DType::Float64).to_vector<double>();
-  for (size_t i = 0; i < va.size(); ++i) EXPECT_NEAR(va[i], vb[i], tol * (1 + std::abs(vb[i]))) << "at " << i;
-}
+using testing::expect_near;
 
 TEST(Function, TracesOncePerSignatureAndReusesTheGraph) {
   int traced = 0;
