@@ -6,10 +6,9 @@
 //   function/mlp_step_32x784x128x10/eager   the step as plain eager code
 //   function/mlp_step_32x784x128x10/traced  deepflow::function of the same code
 //   .../traced_no_passes                     the same without the graph passes
-// With DEEPFLOW_BENCH_PROFILE=1 in the environment, the traced benchmark also
-// prints where its time goes: per op, the summed wall time of the node's
-// dispatch (infer + allocation + kernel) measured by replaying the schedule,
-// and the executor's own share (the step time minus the nodes).
+// With DEEPFLOW_BENCH_PROFILE=1 in the environment, the traced benchmarks also
+// print where their time goes: per op, the wall time of the nodes' dispatches
+// (infer + allocation + kernel) from deepflow::profiler.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -58,45 +57,6 @@ void bm_eager(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(m.step(m.x, m.labels));
 }
 
-// Replays the concrete function's schedule node by node with a timer around each
-// dispatch, the way the executor runs it, and prints the time per op.
-void profile(const ConcreteFunction& cf, const TensorList& inputs, double step_us) {
-  const Graph& g = cf.optimized_graph();
-  std::vector<int> targets;
-  for (int id = 0; id < g.num_nodes(); ++id)
-    if (g.node(id).def().stateful && g.node(id).op != OpId::Placeholder && g.node(id).op != OpId::ReadVariable)
-      targets.push_back(id);
-  Feeds feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) feeds.emplace_back(ValueRef{g.inputs[i], 0}, inputs[i]);
-  std::vector<int> order = prune(g, feeds, g.outputs, targets);
-  std::map<std::string, std::pair<double, int>> per_op;
-  constexpr int kReps = 200;
-  double total = 0;
-  for (int rep = 0; rep < kReps; ++rep) {
-    std::map<std::pair<int, int>, Tensor> values;
-    for (auto& [v, t] : feeds) values[{v.node, v.index}] = t;
-    for (int id : order) {
-      const Node& n = g.node(id);
-      TensorList ins;
-      for (const ValueRef& v : n.inputs) ins.push_back(values.at({v.node, v.index}));
-      auto t0 = std::chrono::steady_clock::now();
-      TensorList outs = dispatch(n.op, ins, n.attrs);
-      double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-      per_op[n.def().name].first += us / kReps;
-      per_op[n.def().name].second += rep == 0;
-      total += us / kReps;
-      for (size_t i = 0; i < outs.size(); ++i) values[{id, int(i)}] = outs[i];
-    }
-  }
-  std::vector<std::pair<double, std::string>> rows;
-  for (auto& [name, v] : per_op) rows.emplace_back(v.first, name);
-  std::sort(rows.rbegin(), rows.rend());
-  std::printf("traced step (%s): %zu nodes run, %.1f us in node dispatches, %.1f us per step measured\n",
-              &cf.graph() == &cf.optimized_graph() ? "no passes" : "passes", order.size(), total, step_us);
-  for (auto& [us, name] : rows)
-    std::printf("  %-32s %3d nodes %8.1f us\n", name.c_str(), per_op[name].second, us);
-}
-
 void bm_traced(benchmark::State& state, bool passes, bool parallel = false) {
   MlpStep m;
   FunctionOptions opts{.name = "mlp_step", .optimize = passes};
@@ -106,14 +66,14 @@ void bm_traced(benchmark::State& state, bool passes, bool parallel = false) {
   for (auto _ : state) benchmark::DoNotOptimize(step(m.x, m.labels));
   state.counters["traces"] = step.trace_count();
   state.counters["nodes"] = step.concrete_functions()[0].optimized_graph().num_nodes();
-  static bool profiled[2] = {false, false};  // Google Benchmark calls this several times: print once
-  if (const char* p = std::getenv("DEEPFLOW_BENCH_PROFILE"); p && *p == '1' && !profiled[passes]) {
-    profiled[passes] = true;
-    auto t0 = std::chrono::steady_clock::now();
+  static bool profiled[2][2] = {};  // Google Benchmark calls this several times: print once
+  if (const char* p = std::getenv("DEEPFLOW_BENCH_PROFILE"); p && *p == '1' && !profiled[passes][parallel]) {
+    profiled[passes][parallel] = true;
     constexpr int kSteps = 200;
+    profiler::start();
     for (int i = 0; i < kSteps; ++i) step(m.x, m.labels);
-    double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / kSteps;
-    profile(step.concrete_functions()[0], {m.x, m.labels}, us);
+    std::printf("traced step (%s, %s executor), per op:\n%s", passes ? "passes" : "no passes",
+                parallel ? "parallel" : "sequential", profiler::summary(profiler::stop(), kSteps).c_str());
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -13,6 +14,7 @@
 
 #include "deepflow/graph/partition.h"
 #include "deepflow/graph/placement.h"
+#include "deepflow/graph/profiler.h"
 #include "deepflow/graph/thread_pool.h"
 #include "deepflow/kernels/kernel.h"
 
@@ -219,6 +221,8 @@ void run_step(RunState& st, int si) {
   for (int slot : s.in_slots)
     if (st.uses[size_t(slot)].fetch_sub(1, std::memory_order_acq_rel) == 1) st.slots[size_t(slot)] = Tensor();
   TensorList outs;
+  const bool profiling = profiler::active();
+  const auto t0 = profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   try {
     bool done = false;
     if (s.inplace_input >= 0 && st.allow_inplace && owns_buffer(ins[size_t(s.inplace_input)])) {
@@ -242,6 +246,9 @@ void run_step(RunState& st, int si) {
     fail("[graph] node '", n.name, "': ", e.what());
   }
   ins.clear();
+  if (profiling)
+    profiler::record({n.name, n.def().name,
+                      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count()});
   for (int i = 0; i < s.num_outputs && i < int(outs.size()); ++i) {
     const int slot = s.out_base + i;
     if (st.part->initial_uses[size_t(slot)] > 0) st.slots[size_t(slot)] = std::move(outs[size_t(i)]);

@@ -86,13 +86,13 @@ void infer_fused_elementwise(const OpCall& c, TypeList& out) {
   std::vector<Shape> shapes;
   for (int i = 0; i < c.num_inputs(); ++i) shapes.push_back(c.in(i).shape());
   const Shape s = fused::output_shape(shapes);  // throws on inputs that do not fit
-  fused::parse(c.attr_string("program"), c.num_inputs());  // throws on a malformed program
+  fused::parse_cached(c.attr_string("program"), c.num_inputs());  // throws on a malformed program
   out.push_back({t, s});
 }
 
 // Replays the program with the public ops, then runs each step's own vjp backwards.
 TensorList vjp_fused_elementwise(const OpCall& c, const TensorList& g) {
-  const fused::Program p = fused::parse(c.attr_string("program"), c.num_inputs());
+  const fused::Program p = fused::parse_cached(c.attr_string("program"), c.num_inputs());
   const Tensor& like = c.in(0);
   std::vector<Tensor> values(c.inputs.begin(), c.inputs.end());
   struct Step {

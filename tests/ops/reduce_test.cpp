@@ -9,12 +9,15 @@
 #include <omp.h>
 
 #include "deepflow/deepflow.h"
+#include "deepflow/graph/passes.h"
+#include "deepflow/kernels/kernel.h"
 #include "test_util.h"
 
 namespace deepflow {
 namespace {
 
 using testing::error_of;
+using testing::expect_near;
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -151,6 +154,32 @@ TEST(MatMul, KnownValuesAndTransposes) {
   EXPECT_EQ(matmul(batch, b).shape(), (Shape{2, 2, 2}));
   Tensor k0 = matmul(zeros({2, 0}), zeros({0, 3}));
   EXPECT_THAT(k0.to_vector<float>(), ElementsAre(0, 0, 0, 0, 0, 0));
+}
+
+// Small 2D float32 products run through sgemm, bigger ones through cached primitives
+// (kernels/cpu/onednn_util.h): both sides of the cut-off, every transpose, and the fused
+// matmul's bias + relu, against the reference kernels.
+TEST(MatMul, SgemmAndPrimitivePathsMatchReference) {
+  const auto& ref = kernels_for(OpId::MatMul).back();
+  const auto& fused_ref = kernels_for(OpId::FusedMatMul).back();
+  for (int64_t m : {3, 32, 300}) {
+    const int64_t k = m == 300 ? 200 : 17, n = m == 300 ? 129 : 10;  // 300*200*129 > 4M MACs
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        Tensor a = random_uniform(ta ? Shape{k, m} : Shape{m, k}, -1, 1, DType::Float32, 1);
+        Tensor b = random_uniform(tb ? Shape{n, k} : Shape{k, n}, -1, 1, DType::Float32, 2);
+        Tensor bias = random_uniform({n}, -1, 1, DType::Float32, 3);
+        Attrs attrs{{"transpose_a", ta}, {"transpose_b", tb}};
+        TensorList want{zeros({m, n})};
+        ref.run(OpCall{&op_def(OpId::MatMul), TensorList{a, b}, &attrs, {}}, want);
+        SCOPED_TRACE(::testing::Message() << "m=" << m << " ta=" << ta << " tb=" << tb);
+        expect_near(matmul(a, b, ta, tb), want[0], 1e-4);
+        Attrs fattrs{{"transpose_a", ta}, {"transpose_b", tb}, {"activation", std::string("relu")}, {"has_bias", true}};
+        TensorList fwant{zeros({m, n})};
+        fused_ref.run(OpCall{&op_def(OpId::FusedMatMul), TensorList{a, b, bias}, &fattrs, {}}, fwant);
+        expect_near(fused_matmul(a, b, bias, ta, tb, "relu"), fwant[0], 1e-4);
+      }
+  }
 }
 
 TEST(MatMul, LowPrecisionMatchesFloat) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <unordered_map>
 
 namespace deepflow::fused {
 
@@ -64,6 +65,19 @@ Program parse(const std::string& text, int num_inputs) {
   }
   DF_CHECK(depth == 1, "[fused_elementwise] program \"", text, "\" leaves ", depth, " values, expected 1");
   return p;
+}
+
+const Program& parse_cached(const std::string& text, int num_inputs) {
+  constexpr size_t kMaxCached = 256;
+  thread_local std::unordered_map<std::string, Program> cache;
+  std::string key = text;
+  key += '/';
+  key += std::to_string(num_inputs);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  Program p = parse(text, num_inputs);  // throws before anything is cached
+  if (cache.size() >= kMaxCached) cache.clear();
+  return cache.emplace(std::move(key), std::move(p)).first->second;
 }
 
 std::string input_token(int k) {

@@ -35,6 +35,10 @@ struct Program {
 int arity(OpId op);
 /// Parses and checks a program for `num_inputs` inputs; throws "[fused_elementwise] ..." when malformed.
 Program parse(const std::string& text, int num_inputs);
+/// parse() through a per-thread cache: the kernel, infer and vjp run it on every call,
+/// and parsing costs as much as running a small program. The reference stays valid
+/// until this thread's next call.
+const Program& parse_cached(const std::string& text, int num_inputs);
 /// "$k" and "#v" tokens.
 std::string input_token(int k);
 std::string immediate_token(double v);

@@ -91,8 +91,34 @@ void cpu_where(const OpCall& c, TensorList& out) {
     const scalar_t* py = y.data<scalar_t>();
     scalar_t* po = o.data<scalar_t>();
     plan.for_each_row([&](int64_t oo, const int64_t* in, const int64_t* st, int64_t n) {
-      for (int64_t i = 0; i < n; ++i)
-        po[oo + i] = pc[in[0] + i * st[0]] ? px[in[1] + i * st[1]] : py[in[2] + i * st[2]];
+      const bool* rc = pc + in[0];
+      const scalar_t* rx = px + in[1];
+      const scalar_t* ry = py + in[2];
+      scalar_t* ro = po + oo;
+      // Rows whose operands are contiguous or a broadcast scalar (relu's gradient:
+      // where(x > 0, g, 0)) take a vectorized loop; it reads the condition as bytes and
+      // loads both sides unconditionally, which GCC needs to vectorize a select.
+      const uint8_t* c8 = reinterpret_cast<const uint8_t*>(rc);
+      if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
+        const scalar_t yv = ry[0];
+        _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) {
+          const scalar_t xv = rx[i];
+          ro[i] = c8[i] ? xv : yv;
+        }
+      } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
+        const scalar_t xv = rx[0];
+        _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) {
+          const scalar_t yv = ry[i];
+          ro[i] = c8[i] ? xv : yv;
+        }
+      } else if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
+        _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) {
+          const scalar_t xv = rx[i], yv = ry[i];
+          ro[i] = c8[i] ? xv : yv;
+        }
+      } else {
+        for (int64_t i = 0; i < n; ++i) ro[i] = rc[i * st[0]] ? rx[i * st[1]] : ry[i * st[2]];
+      }
     });
   });
 }

@@ -84,6 +84,36 @@ bool matmul_supported(const OpCall& c) {
   return (bb.num_elements() == 1 && !c.attr_bool("transpose_a")) || ba == bb;
 }
 
+// A small 2D product with no activation or relu: sgemm writes the product, then one
+// pass over the (cache-resident) result adds the bias and applies relu. (Seeding c with
+// the bias and asking sgemm for beta = 1 measured slower.)
+bool small_matmul(const Tensor& a, const Tensor& b, const float* bias, Tensor& o, bool ta, bool tb, int act) {
+  const int64_t m = o.dim(0), n = o.dim(1), k = ta ? a.dim(0) : a.dim(1);
+  float* pc = o.data<float>();
+  if (!onednn::small_sgemm(ta, tb, m, n, k, a.data<float>(), a.dim(1), b.data<float>(), b.dim(1), 0.f, pc))
+    return false;
+  if (!bias && act == 0) return true;
+  parallel_for(m, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)), [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0; i < r1; ++i) {
+      float* row = pc + i * n;
+      if (bias && act == 1) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) {
+          const float v = row[j] + bias[j];
+          row[j] = v < 0 ? 0.f : v;
+        }
+      } else if (bias) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
+      } else {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) row[j] = row[j] < 0 ? 0.f : row[j];
+      }
+    }
+  });
+  return true;
+}
+
 void cpu_fused_matmul(const OpCall& c, TensorList& out) {
   const Tensor &a = c.in(0), &b = c.in(1);
   Tensor& o = out[0];
@@ -107,6 +137,8 @@ void cpu_fused_matmul(const OpCall& c, TensorList& out) {
     kernels_for(OpId::FusedMatMul).back().run(c, out);
     return;
   }
+  if (ad.size() == 2 && act <= 1 && small_matmul(a, b, has_bias ? c.in(2).data<float>() : nullptr, o, ta, tb, act))
+    return;
   std::vector<int64_t> key{int64_t(ad.size()), ta, tb, has_bias, act};
   for (const dims* d : {&ad, &bd, &cd}) key.insert(key.end(), d->begin(), d->end());
   auto e = matmul_cache().get(key, [&] { return make_matmul(ad, bd, cd, ta, tb, has_bias, act); });
@@ -216,7 +248,7 @@ void binary_block(OpId op, const float* a, const float* b, float* y, int64_t m) 
 // length divides the block (blocks then all start at a row boundary), else copied per block.
 // Each instruction writes its stack slot's buffer; the last one writes the output.
 void cpu_fused_elementwise(const OpCall& c, TensorList& out) {
-  const fused::Program p = fused::parse(c.attr_string("program"), c.num_inputs());
+  const fused::Program& p = fused::parse_cached(c.attr_string("program"), c.num_inputs());
   Tensor& o = out[0];
   const Shape& s = o.shape();
   const int64_t row = s.rank() ? s[s.rank() - 1] : 1, n = o.size();
@@ -238,7 +270,8 @@ void cpu_fused_elementwise(const OpCall& c, TensorList& out) {
   parallel_for(blocks, grain, [&](int64_t b0, int64_t b1) {
     // Slots: one per stack level, then one per input (scalars and rows), then one per immediate.
     const int64_t slots = p.max_depth + num_inputs + immediates;
-    std::vector<float> storage(size_t(slots * kBlock) + 16);
+    thread_local std::vector<float> storage;  // scratch only: no need to zero it per call
+    if (storage.size() < size_t(slots * kBlock) + 16) storage.resize(size_t(slots * kBlock) + 16);
     float* base = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t(63));
     float* stack_buf = base;
     float* input_buf = base + p.max_depth * kBlock;

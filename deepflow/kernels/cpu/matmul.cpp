@@ -135,6 +135,10 @@ void matmul_onednn(const OpCall& c, TensorList& out) {
     std::memset(o.raw_data(), 0, o.nbytes());
     return;
   }
+  if (a.dtype() == DType::Float32 && a.rank() == 2 && b.rank() == 2 &&
+      onednn::small_sgemm(ta, tb, o.dim(0), o.dim(1), ta ? a.dim(0) : a.dim(1), a.data<float>(), a.dim(1),
+                          b.data<float>(), b.dim(1), 0.f, o.data<float>()))
+    return;
   Plan p = make_plan(a, b, o, ta, tb, a.dtype());
   if (run_primitive(p, a.raw_data(), b.raw_data(), o.raw_data())) return;
   kernels_for(OpId::MatMul).back().run(c, out);  // the reference kernel: always correct

@@ -36,6 +36,13 @@ Tensor scratch_tensor(size_t bytes);
 /// with the last two swapped when the operand is stored transposed.
 dnnl::memory::dims operand_strides(const dnnl::memory::dims& logical, bool transposed);
 
+/// Row-major float32 c = op(a) op(b) + beta * c (ld* are row strides as stored) through
+/// oneDNN's sgemm, for products of at most kSmallGemmMacs multiply-adds; false (nothing
+/// written) for bigger ones, which run faster as cached matmul primitives.
+inline constexpr int64_t kSmallGemmMacs = int64_t(1) << 22;
+bool small_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                 int64_t ldb, float beta, float* c);
+
 /// A thread-safe LRU of created primitives (or anything built from them), keyed by
 /// geometry. A null entry remembers that oneDNN refused a call (dnnl::error from
 /// `make`, e.g. float16 on a CPU without it), so each geometry is asked once.
