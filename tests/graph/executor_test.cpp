@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <thread>
 
 #include "deepflow/deepflow.h"
@@ -222,6 +223,45 @@ TEST(Executor, ATapeAroundARunRecordsTheOps) {
   tape.watch(xv);
   Tensor out = execute(*g, {{g->value_of(x), xv}}, {g->value_of(y)})[0];
   EXPECT_EQ(tape.gradient(out, xv).to_vector<float>(), (std::vector<float>{3, 5, 7}));
+}
+
+}  // namespace
+}  // namespace deepflow
+
+namespace deepflow {
+namespace {
+
+// The profiler records every node an executor runs (sequential and parallel paths),
+// by name and op, only while it is on.
+TEST(Profiler, RecordsEachNodeRunWhileOn) {
+  auto g = std::make_shared<Graph>();
+  Tensor x, y;
+  {
+    GraphScope scope(g);
+    x = placeholder(DType::Float32, {4}, "x");
+    Tensor a = exp(x), b = neg(x);
+    y = a + b;
+  }
+  for (bool parallel : {false, true}) {
+    Executor ex(g, {g->value_of(x)}, {g->value_of(y)}, {}, {.parallel = parallel, .parallel_min_width = 1});
+    ex.run({ones({4})});  // not recorded
+    profiler::start();
+    for (int i = 0; i < 3; ++i) ex.run({ones({4})});
+    std::vector<profiler::NodeRecord> records = profiler::stop();
+    ex.run({ones({4})});  // not recorded either
+    ASSERT_EQ(records.size(), 9u) << "parallel=" << parallel;  // exp, neg, add; 3 runs
+    std::map<std::string, int> ops;
+    for (const auto& r : records) {
+      ops[r.op]++;
+      EXPECT_GE(r.micros, 0);
+      EXPECT_FALSE(r.node.empty());
+    }
+    EXPECT_EQ(ops, (std::map<std::string, int>{{"add", 3}, {"exp", 3}, {"neg", 3}}));
+    std::string table = profiler::summary(records, 3);
+    EXPECT_THAT(table, ::testing::HasSubstr("exp"));
+    EXPECT_THAT(table, ::testing::HasSubstr("total"));
+  }
+  EXPECT_FALSE(profiler::active());
 }
 
 }  // namespace
