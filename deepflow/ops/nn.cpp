@@ -143,8 +143,7 @@ Tensor dropout(const Tensor& x, double rate, std::optional<int64_t> seed) {
   check_floating("dropout", x, "x");
   DF_CHECK(rate >= 0 && rate < 1, "[dropout] rate must be in [0, 1), got ", rate);
   if (rate == 0) return x;
-  DF_CHECK(x.shape().is_fully_defined(), "[dropout] needs a known shape, got ", x.shape());
-  Tensor keep = greater_equal(random_uniform(x.shape(), 0, 1, x.dtype(), seed), scalar_like(x, rate));
+  Tensor keep = greater_equal(random_uniform_like(x, 0, 1, x.dtype(), seed), scalar_like(x, rate));
   return where(keep, x * (1.0 / (1.0 - rate)), scalar_like(x, 0));
 }
 

@@ -241,6 +241,10 @@ Tensor dropout(const Tensor& x, double rate, std::optional<int64_t> seed = std::
 /// Uniform in [minval, maxval).
 Tensor random_uniform(const Shape& shape, double minval = 0, double maxval = 1,
                       DType dtype = DType::Float32, std::optional<int64_t> seed = std::nullopt);
+/// Uniform in [minval, maxval), shaped like `like` (known when it runs: works with
+/// dims unknown while a graph is built); dtype defaults to like's.
+Tensor random_uniform_like(const Tensor& like, double minval = 0, double maxval = 1,
+                           std::optional<DType> dtype = std::nullopt, std::optional<int64_t> seed = std::nullopt);
 Tensor random_normal(const Shape& shape, double mean = 0, double stddev = 1,
                      DType dtype = DType::Float32, std::optional<int64_t> seed = std::nullopt);
 /// Normal, redrawn beyond two standard deviations.

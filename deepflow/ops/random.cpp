@@ -14,10 +14,17 @@
 namespace deepflow {
 namespace {
 
-// () -> [shape] of the floating dtype attr.
+// () -> [shape] of the floating dtype attr; (like) -> like's shape, which may hold
+// dims unknown until the graph runs (dropout in a graph with an unknown batch dim).
 void infer_random(const OpCall& c, TypeList& out) {
   DType dt = c.attr_dtype("dtype");
   DF_CHECK(is_floating(dt), "[", c.name(), "] expects a floating dtype, got ", dtype_name(dt));
+  DF_CHECK(c.num_inputs() <= 1, "[", c.name(), "] takes no input or one whose shape it copies, got ",
+           c.num_inputs(), " inputs");
+  if (c.num_inputs() == 1) {
+    out.push_back({dt, c.in(0).shape()});
+    return;
+  }
   const std::vector<int64_t>& dims = c.attr_ints("shape");
   for (int64_t d : dims) {
     if (d >= 0) continue;
@@ -43,8 +50,9 @@ std::vector<AttrSpec> random_schema(const char* p0, double d0, const char* p1, d
 
 }  // namespace
 
-// --- random_uniform --- () -> [shape], uniform in [minval, maxval); like TF, the range is not checked.
-DF_DEFINE_OP(RandomUniform, {.num_inputs = 0, .attrs = random_schema("minval", 0.0, "maxval", 1.0),
+// --- random_uniform --- () -> [shape] or (like) -> like's shape, uniform in [minval, maxval);
+// like TF, the range is not checked.
+DF_DEFINE_OP(RandomUniform, {.num_inputs = -1, .attrs = random_schema("minval", 0.0, "maxval", 1.0),
                              .infer = infer_random, .non_differentiable = true, .stateful = true});
 
 Tensor random_uniform(const Shape& shape, double minval, double maxval, DType dtype, std::optional<int64_t> seed) {
@@ -54,10 +62,18 @@ Tensor random_uniform(const Shape& shape, double minval, double maxval, DType dt
   return dispatch1(OpId::RandomUniform, std::span<const Tensor>(), a);
 }
 
-// --- random_normal / truncated_normal --- () -> [shape], mean + stddev * N(0, 1).
-DF_DEFINE_OP(RandomNormal, {.num_inputs = 0, .attrs = random_schema("mean", 0.0, "stddev", 1.0),
+Tensor random_uniform_like(const Tensor& like, double minval, double maxval, std::optional<DType> dtype,
+                           std::optional<int64_t> seed) {
+  Attrs a = random_attrs(like.shape(), dtype.value_or(like.dtype()), seed);
+  a.set("minval", minval);
+  a.set("maxval", maxval);
+  return dispatch1(OpId::RandomUniform, {like}, a);
+}
+
+// --- random_normal / truncated_normal --- () -> [shape] or (like) -> like's shape, mean + stddev * N(0, 1).
+DF_DEFINE_OP(RandomNormal, {.num_inputs = -1, .attrs = random_schema("mean", 0.0, "stddev", 1.0),
                             .infer = infer_random, .non_differentiable = true, .stateful = true});
-DF_DEFINE_OP(TruncatedNormal, {.num_inputs = 0, .attrs = random_schema("mean", 0.0, "stddev", 1.0),
+DF_DEFINE_OP(TruncatedNormal, {.num_inputs = -1, .attrs = random_schema("mean", 0.0, "stddev", 1.0),
                                .infer = infer_random, .non_differentiable = true, .stateful = true});
 
 Tensor random_normal(const Shape& shape, double mean, double stddev, DType dtype, std::optional<int64_t> seed) {

@@ -95,6 +95,23 @@ TEST(Function, GeneralizationCanBeSwitchedOff) {
   EXPECT_EQ(f.trace_count(), 3);
 }
 
+// Random ops shaped from a tensor work with dims unknown at trace time; each call draws anew.
+TEST(Function, DropoutWithUnknownBatchDim) {
+  Function f = function([](const Tensor& x) { return dropout(x, 0.5, 3); },
+                        {.name = "drop", .input_signature = Signature{{DType::Float32, {-1, 64}}}});
+  Tensor a = f(ones({5, 64}))[0], b = f(ones({5, 64}))[0], c = f(ones({9, 64}))[0];
+  EXPECT_EQ(c.shape(), (Shape{9, 64}));
+  EXPECT_EQ(f.trace_count(), 1);
+  int kept = 0;
+  for (float v : c.to_vector<float>()) {
+    EXPECT_TRUE(v == 0.f || v == 2.f) << v;
+    kept += v == 2.f;
+  }
+  EXPECT_GT(kept, 9 * 64 / 4);
+  EXPECT_LT(kept, 9 * 64 * 3 / 4);
+  EXPECT_NE(a.to_vector<float>(), b.to_vector<float>());
+}
+
 TEST(Function, InputSignatureServesEveryMatchingShape) {
   Function f = function([](const Tensor& x) { return reduce_sum(x, {1}); },
                         {.name = "f", .input_signature = Signature{{DType::Float32, {-1, 4}}}});

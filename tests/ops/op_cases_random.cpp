@@ -33,6 +33,11 @@ DF_OP_CASES(random) {
                     .dtypes = {DType::Float32}, .gradcheck = false});
     rows.push_back({.name = o + "/odd-size", .op = o, .attrs = random_row(o, {3, 3, 3}, DType::Float64),
                     .dtypes = {DType::Float32}, .gradcheck = false});
+    rows.push_back({.name = o + "/like", .op = o, .inputs = {in({4, 3})}, .attrs = random_row(o, {-1, 3}, DType::Float32),
+                    .dtypes = {DType::Float32}, .gradcheck = false});
+    rows.push_back({.name = o + "/two-inputs", .op = o, .inputs = {in({4, 3}), in({2})},
+                    .attrs = random_row(o, {4, 3}, DType::Float32), .dtypes = {DType::Float32}, .gradcheck = false,
+                    .error = "[" + o + "] takes no input or one whose shape it copies, got 2 inputs"});
     rows.push_back({.name = o + "/int-dtype", .op = o, .attrs = random_row(o, {2}, DType::Int32),
                     .dtypes = {DType::Float32}, .gradcheck = false,
                     .error = "[" + o + "] expects a floating dtype, got int32"});
