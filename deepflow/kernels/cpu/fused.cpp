@@ -87,10 +87,11 @@ bool matmul_supported(const OpCall& c) {
 // A small 2D product with no activation or relu: sgemm writes the product, then one
 // pass over the (cache-resident) result adds the bias and applies relu. (Seeding c with
 // the bias and asking sgemm for beta = 1 measured slower.)
-bool small_matmul(const Tensor& a, const Tensor& b, const float* bias, Tensor& o, bool ta, bool tb, int act) {
-  const int64_t m = o.dim(0), n = o.dim(1), k = ta ? a.dim(0) : a.dim(1);
+// `m` rows of a (its batch dims folded in, a not transposed) times b.
+bool small_matmul(const Tensor& a, const Tensor& b, const float* bias, Tensor& o, int64_t m, bool tb, int act) {
+  const int64_t k = a.dim(-1), n = tb ? b.dim(0) : b.dim(1);
   float* pc = o.data<float>();
-  if (!onednn::small_sgemm(ta, tb, m, n, k, a.data<float>(), a.dim(1), b.data<float>(), b.dim(1), 0.f, pc))
+  if (!onednn::small_sgemm(false, tb, m, n, k, a.data<float>(), k, b.data<float>(), b.dim(1), 0.f, pc))
     return false;
   if (!bias && act == 0) return true;
   parallel_for(m, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n, 1)), [&](int64_t r0, int64_t r1) {
@@ -137,7 +138,8 @@ void cpu_fused_matmul(const OpCall& c, TensorList& out) {
     kernels_for(OpId::FusedMatMul).back().run(c, out);
     return;
   }
-  if (ad.size() == 2 && act <= 1 && small_matmul(a, b, has_bias ? c.in(2).data<float>() : nullptr, o, ta, tb, act))
+  // ad has two dims exactly when a is not transposed and its batch dims fold into rows.
+  if (ad.size() == 2 && act <= 1 && small_matmul(a, b, has_bias ? c.in(2).data<float>() : nullptr, o, ad[0], tb, act))
     return;
   std::vector<int64_t> key{int64_t(ad.size()), ta, tb, has_bias, act};
   for (const dims* d : {&ad, &bd, &cd}) key.insert(key.end(), d->begin(), d->end());

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "deepflow/keras/layers/core.h"
+
+#include <nlohmann/json.hpp>
+
+#include "deepflow/core/error.h"
+#include "deepflow/keras/activations.h"
+#include "deepflow/ops/ops.h"
+
+namespace deepflow::keras::layers {
+namespace {
+
+Config initializer_config(const InitializerPtr& init, const char* fallback) {
+  return init ? initializers::serialize(*init) : Config{{"class_name", fallback}, {"config", Config::object()}};
+}
+Config regularizer_config(const RegularizerPtr& r) { return r ? regularizers::serialize(*r) : Config(nullptr); }
+
+}  // namespace
+
+// --- InputLayer ---
+
+InputLayerImpl::InputLayerImpl(Shape shape, DType dtype, std::string name)
+    : Layer(std::move(name)), shape_(shape), dtype_(dtype) {
+  output_ = Input(shape, this->name(), dtype);
+  set_built();
+}
+
+Tensor InputLayerImpl::call(const Tensor& x, bool) {
+  Shape want = output_.shape();
+  DF_CHECK(x.shape().compatible_with(want), "[", name(), "] expects inputs of shape ", want, ", got ", x.shape());
+  return x;
+}
+
+Config InputLayerImpl::get_config() const {
+  Config c = Layer::get_config();
+  c["batch_shape"] = output_.shape().to_vector();
+  c["dtype"] = dtype_name(dtype_);
+  return c;
+}
+
+// --- Dense ---
+
+DenseImpl::DenseImpl(int64_t units, DenseOptions options)
+    : Layer(options.name), units_(units), options_(std::move(options)) {
+  DF_CHECK(units > 0, "[Dense] units must be positive, got ", units);
+  activations::check(options_.activation);
+}
+
+void DenseImpl::build(const Shape& input_shape) {
+  DF_CHECK(input_shape.rank() >= 1 && input_shape.dim(-1) >= 0, "[", name(),
+           "] needs inputs with a known last dim, got ", input_shape);
+  kernel_ = add_weight("kernel", {input_shape.dim(-1), units_}, options_.kernel_initializer, true,
+                       options_.kernel_regularizer);
+  if (options_.use_bias)
+    bias_ = add_weight("bias", {units_}, options_.bias_initializer ? options_.bias_initializer : initializers::Zeros(),
+                       true, options_.bias_regularizer);
+}
+
+Tensor DenseImpl::call(const Tensor& x, bool) {
+  DF_CHECK(x.rank() >= 1 && (x.shape().dim(-1) < 0 || x.shape().dim(-1) == kernel_.shape()[0]), "[", name(),
+           "] expects inputs with last dim ", kernel_.shape()[0], ", got ", x.shape());
+  Tensor y = matmul(x, read(kernel_));
+  if (options_.use_bias) y = y + read(bias_);
+  return activations::apply(options_.activation, y);
+}
+
+Config DenseImpl::get_config() const {
+  Config c = Layer::get_config();
+  c["units"] = units_;
+  c["activation"] = options_.activation.empty() ? "linear" : options_.activation;
+  c["use_bias"] = options_.use_bias;
+  c["kernel_initializer"] = initializer_config(options_.kernel_initializer, "GlorotUniform");
+  c["bias_initializer"] = initializer_config(options_.bias_initializer, "Zeros");
+  c["kernel_regularizer"] = regularizer_config(options_.kernel_regularizer);
+  c["bias_regularizer"] = regularizer_config(options_.bias_regularizer);
+  return c;
+}
+
+// --- Activation ---
+
+ActivationImpl::ActivationImpl(std::string activation, std::string name)
+    : Layer(std::move(name)), activation_(std::move(activation)) {
+  activations::check(activation_);
+}
+
+Tensor ActivationImpl::call(const Tensor& x, bool) { return activations::apply(activation_, x); }
+
+Config ActivationImpl::get_config() const {
+  Config c = Layer::get_config();
+  c["activation"] = activation_;
+  return c;
+}
+
+// --- Flatten ---
+
+Tensor FlattenImpl::call(const Tensor& x, bool) {
+  DF_CHECK(x.rank() >= 1, "[", name(), "] expects inputs with a batch dim, got a scalar");
+  int64_t rest = 1;
+  for (int i = 1; i < x.rank(); ++i) {
+    DF_CHECK(x.shape()[i] >= 0, "[", name(), "] needs every dim but the batch known, got ", x.shape());
+    rest *= x.shape()[i];
+  }
+  return reshape(x, {x.shape()[0] >= 0 ? x.shape()[0] : -1, rest});
+}
+
+// --- Reshape ---
+
+ReshapeImpl::ReshapeImpl(Shape target_shape, std::string name) : Layer(std::move(name)), target_(target_shape) {
+  int unknown = 0;
+  for (int i = 0; i < target_.rank(); ++i) {
+    DF_CHECK(target_[i] > 0 || target_[i] == -1, "[Reshape] target dims must be positive or -1, got ", target_);
+    unknown += target_[i] == -1;
+  }
+  DF_CHECK(unknown <= 1, "[Reshape] at most one target dim may be -1, got ", target_);
+}
+
+Tensor ReshapeImpl::call(const Tensor& x, bool) {
+  DF_CHECK(x.rank() >= 1, "[", name(), "] expects inputs with a batch dim, got a scalar");
+  std::vector<int64_t> dims{x.shape()[0]};
+  int64_t known = 1, missing = -1;
+  for (int i = 0; i < target_.rank(); ++i) {
+    dims.push_back(target_[i]);
+    if (target_[i] == -1) missing = i + 1;
+    else known *= target_[i];
+  }
+  if (missing >= 0 && dims[0] < 0) {
+    // Two unknowns for reshape: resolve the target's -1 from the static per-sample size.
+    int64_t per_sample = 1;
+    for (int i = 1; i < x.rank(); ++i) {
+      DF_CHECK(x.shape()[i] >= 0, "[", name(), "] cannot infer target ", target_, " from input ", x.shape());
+      per_sample *= x.shape()[i];
+    }
+    DF_CHECK(per_sample % known == 0, "[", name(), "] input ", x.shape(), " does not fit target ", target_);
+    dims[size_t(missing)] = per_sample / known;
+  }
+  if (dims[0] < 0) dims[0] = -1;
+  return reshape(x, Shape(dims));
+}
+
+Config ReshapeImpl::get_config() const {
+  Config c = Layer::get_config();
+  c["target_shape"] = target_.to_vector();
+  return c;
+}
+
+// --- Dropout ---
+
+DropoutImpl::DropoutImpl(double rate, std::optional<int64_t> seed, std::string name)
+    : Layer(std::move(name)), rate_(rate), seed_(seed) {
+  DF_CHECK(rate >= 0 && rate < 1, "[Dropout] rate must be in [0, 1), got ", rate);
+}
+
+Tensor DropoutImpl::call(const Tensor& x, bool training) {
+  if (!training || rate_ == 0) return x;
+  return dropout(x, rate_, seed_);
+}
+
+Config DropoutImpl::get_config() const {
+  Config c = Layer::get_config();
+  c["rate"] = rate_;
+  c["seed"] = seed_ ? Config(*seed_) : Config(nullptr);
+  return c;
+}
+
+}  // namespace deepflow::keras::layers

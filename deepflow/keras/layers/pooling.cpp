@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "deepflow/keras/layers/pooling.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+
+#include "deepflow/core/error.h"
+#include "deepflow/ops/ops.h"
+
+namespace deepflow::keras::layers {
+namespace {
+
+const char* dims_of(int rank) {
+  return rank == 1 ? "(batch, steps, channels)" : "(batch, height, width, channels)";
+}
+
+void check_input(const Layer& l, const Shape& s, int rank) {
+  DF_CHECK(s.rank() == rank + 2, "[", l.name(), "] expects inputs of rank ", rank + 2, " ", dims_of(rank), ", got ",
+           s);
+}
+
+}  // namespace
+
+// --- windowed pooling ---
+
+PoolingImpl::PoolingImpl(const char* class_name, int rank, bool max, IntTuple pool_size, PoolingOptions options)
+    : Layer(options.name), class_name_(class_name), rank_(rank), max_(max) {
+  pool_size_ = pool_size.expand(class_name, "pool_size", rank);
+  // Keras: strides=None means strides = pool_size.
+  strides_ = options.strides.empty() ? pool_size_ : options.strides.expand(class_name, "strides", rank);
+  padding_ = options.padding;
+  std::transform(padding_.begin(), padding_.end(), padding_.begin(),
+                 [](unsigned char ch) { return char(std::tolower(ch)); });
+  DF_CHECK(padding_ == "valid" || padding_ == "same", "[", class_name,
+           "] padding must be \"valid\" or \"same\", got \"", options.padding, "\"");
+}
+
+Tensor PoolingImpl::call(const Tensor& x, bool) {
+  check_input(*this, x.shape(), rank_);
+  const std::string padding = padding_ == "same" ? "SAME" : "VALID";
+  // A 1D pooling is a 2D one over [b, 1, steps, c] with a {1, pool} window.
+  const Tensor in = rank_ == 1 ? expand_dims(x, 1) : x;
+  const Axes k = rank_ == 1 ? Axes{1, pool_size_[0]} : pool_size_;
+  const Axes s = rank_ == 1 ? Axes{1, strides_[0]} : strides_;
+  Tensor y = max_ ? max_pool2d(in, k, s, padding) : avg_pool2d(in, k, s, padding);
+  return rank_ == 1 ? squeeze(y, {1}) : y;
+}
+
+Config PoolingImpl::get_config() const {
+  Config c = Layer::get_config();
+  c["pool_size"] = pool_size_;
+  c["padding"] = padding_;
+  c["strides"] = strides_;
+  c["data_format"] = "channels_last";
+  return c;
+}
+
+// --- global pooling ---
+
+GlobalPoolingImpl::GlobalPoolingImpl(const char* class_name, int rank, bool max, GlobalPoolingOptions options)
+    : Layer(options.name), class_name_(class_name), rank_(rank), max_(max), keepdims_(options.keepdims) {}
+
+Tensor GlobalPoolingImpl::call(const Tensor& x, bool) {
+  check_input(*this, x.shape(), rank_);
+  const Axes axes = rank_ == 1 ? Axes{1} : Axes{1, 2};
+  return max_ ? reduce_max(x, axes, keepdims_) : reduce_mean(x, axes, keepdims_);
+}
+
+Config GlobalPoolingImpl::get_config() const {
+  Config c = Layer::get_config();
+  c["data_format"] = "channels_last";
+  c["keepdims"] = keepdims_;
+  return c;
+}
+
+}  // namespace deepflow::keras::layers

@@ -1,0 +1,408 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "deepflow/keras/layers/rnn.h"
+
+#include <nlohmann/json.hpp>
+
+#include "deepflow/core/error.h"
+#include "deepflow/keras/activations.h"
+#include "deepflow/ops/ops.h"
+
+namespace deepflow::keras::layers {
+namespace {
+
+Config initializer_config(const InitializerPtr& init, const char* fallback) {
+  return init ? initializers::serialize(*init) : Config{{"class_name", fallback}, {"config", Config::object()}};
+}
+Config regularizer_config(const RegularizerPtr& r) { return r ? regularizers::serialize(*r) : Config(nullptr); }
+std::string activation_name(const std::string& a) { return a.empty() ? "linear" : a; }
+
+// Keras's unit_forget_bias: [base(units), ones(units), base(2 units)] for the gates i, f, c, o.
+class UnitForgetBias : public Initializer {
+ public:
+  UnitForgetBias(InitializerPtr base, int64_t units) : base_(std::move(base)), units_(units) {}
+  Tensor operator()(const Shape& shape, DType dtype) const override {
+    DF_CHECK(shape.rank() == 1 && shape[0] == 4 * units_, "[LSTM] the bias of ", units_, " units must have shape [",
+             4 * units_, "], got ", shape);
+    return concat({(*base_)({units_}, dtype), (*initializers::Ones())({units_}, dtype), (*base_)({2 * units_}, dtype)},
+                  0);
+  }
+  std::string class_name() const override { return "UnitForgetBias"; }
+
+ private:
+  InitializerPtr base_;
+  int64_t units_;
+};
+
+InitializerPtr or_default(const InitializerPtr& init, InitializerPtr fallback) { return init ? init : fallback; }
+
+// Row `row` of a [2, n] bias as an [n] vector (GRU's input and recurrent biases).
+Tensor bias_row(const Tensor& bias, int64_t row) {
+  return reshape(slice(bias, {row, 0}, {1, -1}), {bias.shape()[1]});
+}
+
+}  // namespace
+
+// --- RecurrentLayer ---
+
+RecurrentLayer::RecurrentLayer(const char* who, int64_t units, bool return_sequences, bool return_state,
+                               bool go_backwards, std::string name)
+    : Layer(std::move(name)),
+      units_(units),
+      return_sequences_(return_sequences),
+      return_state_(return_state),
+      go_backwards_(go_backwards) {
+  DF_CHECK(units > 0, "[", who, "] units must be positive, got ", units);
+}
+
+void RecurrentLayer::build(const Shape& input_shape) {
+  DF_CHECK(input_shape.rank() == 3, "[", name(), "] expects inputs of rank 3 (batch, timesteps, features), got ",
+           input_shape);
+  DF_CHECK(input_shape[2] >= 0, "[", name(), "] needs inputs with a known features dim, got ", input_shape);
+  make_weights(input_shape[2]);
+}
+
+void RecurrentLayer::build(const std::vector<Shape>& input_shapes) {
+  DF_CHECK(!input_shapes.empty(), "[", name(), "] needs an input");
+  build(input_shapes[0]);
+}
+
+Tensor RecurrentLayer::call(const Tensor& x, bool training) { return call(TensorList{x}, training)[0]; }
+
+TensorList RecurrentLayer::call(const TensorList& inputs, bool) {
+  const int n = num_states();
+  DF_CHECK(inputs.size() == 1 || inputs.size() == size_t(1 + n), "[", name(), "] takes the inputs and ", n,
+           " initial state(s), got ", inputs.size(), " tensors");
+  const Tensor& x = inputs[0];
+  DF_CHECK(x.rank() == 3, "[", name(), "] expects inputs of rank 3 (batch, timesteps, features), got ", x.shape());
+  const int64_t features = kernel_.shape()[0];
+  DF_CHECK(x.shape()[2] < 0 || x.shape()[2] == features, "[", name(), "] expects inputs with ", features,
+           " features, got ", x.shape());
+  const int64_t steps = x.shape()[1];
+  // The loop is unrolled, so the step count must be static (the batch may stay unknown).
+  DF_CHECK(steps >= 0, "[", name(), "] needs a known number of timesteps, got ", x.shape());
+  DF_CHECK(steps > 0, "[", name(), "] needs at least one timestep, got ", x.shape());
+  for (size_t i = 1; i < inputs.size(); ++i)
+    DF_CHECK(inputs[i].shape().compatible_with(Shape{-1, units_}), "[", name(), "] initial state ", i - 1,
+             " must have shape [batch, ", units_, "], got ", inputs[size_t(i)].shape());
+
+  // Time-major so each step's slice is contiguous; one rank-2 matmul projects every step
+  // (rank 2 also keeps clear of the traced fused_matmul's small path, which mishandles
+  // rank-3 inputs as of this writing).
+  const Tensor xs = go_backwards_ ? reverse(x, {1}) : x;
+  const Tensor flat = reshape(transpose(xs, {1, 0, 2}), {-1, features});
+  const int64_t gates = kernel_.shape()[1];
+  const Tensor xw = reshape(project_inputs(flat), {steps, -1, gates});
+  std::vector<Tensor> per_step = split(xw, steps, 0);
+  for (Tensor& t : per_step) t = reshape(t, {-1, gates});
+
+  TensorList states;
+  if (inputs.size() > 1) {
+    states.assign(inputs.begin() + 1, inputs.end());
+  } else {
+    // Zeros [batch, units] without naming the (maybe unknown) batch size.
+    const Tensor zero = zeros_like(slice(per_step[0], {0, 0}, {-1, units_}));
+    states.assign(size_t(n), zero);
+  }
+  const Step step = make_step();
+  std::vector<Tensor> outputs;
+  for (const Tensor& xw_t : per_step) {
+    states = step(xw_t, states);
+    if (return_sequences_) outputs.push_back(states[0]);
+  }
+  TensorList result{return_sequences_ ? stack(outputs, 1) : states[0]};
+  if (return_state_) result.insert(result.end(), states.begin(), states.end());
+  return result;
+}
+
+Config RecurrentLayer::get_config() const {
+  Config c = Layer::get_config();
+  c["units"] = units_;
+  c["return_sequences"] = return_sequences_;
+  c["return_state"] = return_state_;
+  c["go_backwards"] = go_backwards_;
+  c["stateful"] = false;
+  c["dropout"] = 0.0;
+  c["recurrent_dropout"] = 0.0;
+  return c;
+}
+
+namespace {
+
+// A clone keeps the original's dtype policy and trainability.
+template <class Impl, class Options>
+std::shared_ptr<RecurrentLayer> clone_of(const RecurrentLayer& self, Options options, bool go_backwards,
+                                         const std::string& name) {
+  options.go_backwards = go_backwards;
+  options.name = name;
+  auto copy = std::make_shared<Impl>(self.units(), std::move(options));
+  copy->set_dtype_policy(self.dtype_policy().name);
+  copy->set_trainable(self.trainable());
+  return copy;
+}
+
+}  // namespace
+
+// --- SimpleRNN ---
+
+SimpleRNNImpl::SimpleRNNImpl(int64_t units, SimpleRNNOptions options)
+    : RecurrentLayer("SimpleRNN", units, options.return_sequences, options.return_state, options.go_backwards,
+                     options.name),
+      options_(std::move(options)) {
+  activations::check(options_.activation);
+}
+
+void SimpleRNNImpl::make_weights(int64_t features) {
+  kernel_ = add_weight("kernel", {features, units()}, options_.kernel_initializer, true, options_.kernel_regularizer);
+  recurrent_kernel_ = add_weight("recurrent_kernel", {units(), units()},
+                                 or_default(options_.recurrent_initializer, initializers::Orthogonal()), true,
+                                 options_.recurrent_regularizer);
+  if (options_.use_bias)
+    bias_ = add_weight("bias", {units()}, or_default(options_.bias_initializer, initializers::Zeros()), true,
+                       options_.bias_regularizer);
+}
+
+Tensor SimpleRNNImpl::project_inputs(const Tensor& x) const {
+  Tensor y = matmul(x, read(kernel_));
+  return options_.use_bias ? y + read(bias_) : y;
+}
+
+RecurrentLayer::Step SimpleRNNImpl::make_step() const {
+  const Tensor r = read(recurrent_kernel_);
+  const activations::Activation act = activations::get(options_.activation);
+  return [r, act](const Tensor& xw, const TensorList& s) { return TensorList{act(xw + matmul(s[0], r))}; };
+}
+
+Config SimpleRNNImpl::get_config() const {
+  Config c = RecurrentLayer::get_config();
+  c["activation"] = activation_name(options_.activation);
+  c["use_bias"] = options_.use_bias;
+  c["kernel_initializer"] = initializer_config(options_.kernel_initializer, "GlorotUniform");
+  c["recurrent_initializer"] = initializer_config(options_.recurrent_initializer, "Orthogonal");
+  c["bias_initializer"] = initializer_config(options_.bias_initializer, "Zeros");
+  c["kernel_regularizer"] = regularizer_config(options_.kernel_regularizer);
+  c["recurrent_regularizer"] = regularizer_config(options_.recurrent_regularizer);
+  c["bias_regularizer"] = regularizer_config(options_.bias_regularizer);
+  return c;
+}
+
+std::shared_ptr<RecurrentLayer> SimpleRNNImpl::clone_with(bool go_backwards, const std::string& name) const {
+  return clone_of<SimpleRNNImpl>(*this, options_, go_backwards, name);
+}
+
+// --- LSTM ---
+
+LSTMImpl::LSTMImpl(int64_t units, LSTMOptions options)
+    : RecurrentLayer("LSTM", units, options.return_sequences, options.return_state, options.go_backwards, options.name),
+      options_(std::move(options)) {
+  activations::check(options_.activation);
+  activations::check(options_.recurrent_activation);
+}
+
+void LSTMImpl::make_weights(int64_t features) {
+  const int64_t u = units();
+  kernel_ = add_weight("kernel", {features, 4 * u}, options_.kernel_initializer, true, options_.kernel_regularizer);
+  recurrent_kernel_ = add_weight("recurrent_kernel", {u, 4 * u},
+                                 or_default(options_.recurrent_initializer, initializers::Orthogonal()), true,
+                                 options_.recurrent_regularizer);
+  if (options_.use_bias) {
+    InitializerPtr init = or_default(options_.bias_initializer, initializers::Zeros());
+    if (options_.unit_forget_bias) init = std::make_shared<UnitForgetBias>(init, u);
+    bias_ = add_weight("bias", {4 * u}, init, true, options_.bias_regularizer);
+  }
+}
+
+Tensor LSTMImpl::project_inputs(const Tensor& x) const {
+  Tensor y = matmul(x, read(kernel_));
+  return options_.use_bias ? y + read(bias_) : y;
+}
+
+RecurrentLayer::Step LSTMImpl::make_step() const {
+  const Tensor r = read(recurrent_kernel_);
+  const activations::Activation act = activations::get(options_.activation);
+  const activations::Activation gate = activations::get(options_.recurrent_activation);
+  return [r, act, gate](const Tensor& xw, const TensorList& s) {
+    const std::vector<Tensor> z = split(xw + matmul(s[0], r), 4, 1);  // i, f, c, o
+    const Tensor c = gate(z[1]) * s[1] + gate(z[0]) * act(z[2]);
+    const Tensor h = gate(z[3]) * act(c);
+    return TensorList{h, c};
+  };
+}
+
+Config LSTMImpl::get_config() const {
+  Config c = RecurrentLayer::get_config();
+  c["activation"] = activation_name(options_.activation);
+  c["recurrent_activation"] = activation_name(options_.recurrent_activation);
+  c["use_bias"] = options_.use_bias;
+  c["kernel_initializer"] = initializer_config(options_.kernel_initializer, "GlorotUniform");
+  c["recurrent_initializer"] = initializer_config(options_.recurrent_initializer, "Orthogonal");
+  c["bias_initializer"] = initializer_config(options_.bias_initializer, "Zeros");
+  c["unit_forget_bias"] = options_.unit_forget_bias;
+  c["kernel_regularizer"] = regularizer_config(options_.kernel_regularizer);
+  c["recurrent_regularizer"] = regularizer_config(options_.recurrent_regularizer);
+  c["bias_regularizer"] = regularizer_config(options_.bias_regularizer);
+  return c;
+}
+
+std::shared_ptr<RecurrentLayer> LSTMImpl::clone_with(bool go_backwards, const std::string& name) const {
+  return clone_of<LSTMImpl>(*this, options_, go_backwards, name);
+}
+
+// --- GRU ---
+
+GRUImpl::GRUImpl(int64_t units, GRUOptions options)
+    : RecurrentLayer("GRU", units, options.return_sequences, options.return_state, options.go_backwards, options.name),
+      options_(std::move(options)) {
+  activations::check(options_.activation);
+  activations::check(options_.recurrent_activation);
+}
+
+void GRUImpl::make_weights(int64_t features) {
+  const int64_t u = units();
+  kernel_ = add_weight("kernel", {features, 3 * u}, options_.kernel_initializer, true, options_.kernel_regularizer);
+  recurrent_kernel_ = add_weight("recurrent_kernel", {u, 3 * u},
+                                 or_default(options_.recurrent_initializer, initializers::Orthogonal()), true,
+                                 options_.recurrent_regularizer);
+  if (options_.use_bias)
+    bias_ = add_weight("bias", options_.reset_after ? Shape{2, 3 * u} : Shape{3 * u},
+                       or_default(options_.bias_initializer, initializers::Zeros()), true, options_.bias_regularizer);
+}
+
+Tensor GRUImpl::project_inputs(const Tensor& x) const {
+  Tensor y = matmul(x, read(kernel_));
+  if (!options_.use_bias) return y;
+  return y + (options_.reset_after ? bias_row(read(bias_), 0) : read(bias_));
+}
+
+RecurrentLayer::Step GRUImpl::make_step() const {
+  const int64_t u = units();
+  const Tensor r = read(recurrent_kernel_);
+  const activations::Activation act = activations::get(options_.activation);
+  const activations::Activation gate = activations::get(options_.recurrent_activation);
+  if (options_.reset_after) {
+    const Tensor rb = options_.use_bias ? bias_row(read(bias_), 1) : Tensor();
+    return [r, rb, act, gate](const Tensor& xw, const TensorList& s) {
+      Tensor inner = matmul(s[0], r);
+      if (rb.defined()) inner = inner + rb;
+      const std::vector<Tensor> xs = split(xw, 3, 1), hs = split(inner, 3, 1);  // z, r, h
+      const Tensor z = gate(xs[0] + hs[0]);
+      const Tensor hh = act(xs[2] + gate(xs[1] + hs[1]) * hs[2]);
+      return TensorList{z * s[0] + (1.0 - z) * hh};
+    };
+  }
+  // reset_after false: the reset gate scales h before the candidate's recurrent matmul.
+  const Tensor r_zr = slice(r, {0, 0}, {u, 2 * u}), r_h = slice(r, {0, 2 * u}, {u, u});
+  return [r_zr, r_h, act, gate](const Tensor& xw, const TensorList& s) {
+    const std::vector<Tensor> xs = split(xw, 3, 1), zr = split(matmul(s[0], r_zr), 2, 1);
+    const Tensor z = gate(xs[0] + zr[0]);
+    const Tensor hh = act(xs[2] + matmul(gate(xs[1] + zr[1]) * s[0], r_h));
+    return TensorList{z * s[0] + (1.0 - z) * hh};
+  };
+}
+
+Config GRUImpl::get_config() const {
+  Config c = RecurrentLayer::get_config();
+  c["activation"] = activation_name(options_.activation);
+  c["recurrent_activation"] = activation_name(options_.recurrent_activation);
+  c["use_bias"] = options_.use_bias;
+  c["kernel_initializer"] = initializer_config(options_.kernel_initializer, "GlorotUniform");
+  c["recurrent_initializer"] = initializer_config(options_.recurrent_initializer, "Orthogonal");
+  c["bias_initializer"] = initializer_config(options_.bias_initializer, "Zeros");
+  c["kernel_regularizer"] = regularizer_config(options_.kernel_regularizer);
+  c["recurrent_regularizer"] = regularizer_config(options_.recurrent_regularizer);
+  c["bias_regularizer"] = regularizer_config(options_.bias_regularizer);
+  c["reset_after"] = options_.reset_after;
+  return c;
+}
+
+std::shared_ptr<RecurrentLayer> GRUImpl::clone_with(bool go_backwards, const std::string& name) const {
+  return clone_of<GRUImpl>(*this, options_, go_backwards, name);
+}
+
+// --- Bidirectional ---
+
+namespace {
+
+std::shared_ptr<RecurrentLayer> as_recurrent(const LayerPtr& layer, const char* what) {
+  DF_CHECK(layer != nullptr, "[Bidirectional] ", what, " is null");
+  auto rnn = std::dynamic_pointer_cast<RecurrentLayer>(layer);
+  DF_CHECK(rnn != nullptr, "[Bidirectional] ", what, " must be a recurrent layer (SimpleRNN, LSTM or GRU), got ",
+           layer->class_name(), " '", layer->name(), "'");
+  return rnn;
+}
+
+}  // namespace
+
+BidirectionalImpl::BidirectionalImpl(LayerPtr layer, BidirectionalOptions options)
+    : Layer(options.name), options_(std::move(options)) {
+  const std::string& m = options_.merge_mode;
+  DF_CHECK(m == "concat" || m == "sum" || m == "mul" || m == "ave" || m.empty(),
+           "[Bidirectional] merge_mode must be one of concat, sum, mul, ave or \"\" (None), got '", m, "'");
+  auto rnn = as_recurrent(layer, "the layer");
+  // Both copies come from the layer's config (as Keras 3), so the wrapped layer keeps no state.
+  forward_ = rnn->clone_with(rnn->go_backwards(), "forward_" + rnn->name());
+  if (options_.backward_layer) {
+    backward_ = as_recurrent(options_.backward_layer, "backward_layer");
+    DF_CHECK(backward_->go_backwards() != forward_->go_backwards(), "[Bidirectional] backward_layer '",
+             backward_->name(), "' must have go_backwards ", forward_->go_backwards() ? "false" : "true");
+    DF_CHECK(backward_->return_sequences() == forward_->return_sequences() &&
+                 backward_->return_state() == forward_->return_state(),
+             "[Bidirectional] backward_layer '", backward_->name(),
+             "' must match the layer's return_sequences and return_state");
+  } else {
+    backward_ = rnn->clone_with(!rnn->go_backwards(), "backward_" + rnn->name());
+  }
+  track_layer(forward_);
+  track_layer(backward_);
+}
+
+void BidirectionalImpl::build(const Shape& input_shape) {
+  // Built here (not on their first call) so the weights exist once this layer is built.
+  for (const auto& l : {forward_, backward_})
+    if (!l->built()) {
+      l->build(input_shape);
+      l->set_built();
+    }
+}
+
+void BidirectionalImpl::build(const std::vector<Shape>& input_shapes) {
+  DF_CHECK(!input_shapes.empty(), "[", name(), "] needs an input");
+  build(input_shapes[0]);
+}
+
+Tensor BidirectionalImpl::call(const Tensor& x, bool training) { return call(TensorList{x}, training)[0]; }
+
+TensorList BidirectionalImpl::call(const TensorList& inputs, bool training) {
+  const size_t nf = size_t(forward_->num_states()), nb = size_t(backward_->num_states());
+  DF_CHECK(inputs.size() == 1 || inputs.size() == 1 + nf + nb, "[", name(), "] takes the inputs and ", nf + nb,
+           " initial states (forward then backward), got ", inputs.size(), " tensors");
+  TensorList fin{inputs[0]}, bin{inputs[0]};
+  if (inputs.size() > 1) {
+    fin.insert(fin.end(), inputs.begin() + 1, inputs.begin() + 1 + long(nf));
+    bin.insert(bin.end(), inputs.begin() + 1 + long(nf), inputs.end());
+  }
+  const TensorList fy = (*forward_)(fin, training), by = (*backward_)(bin, training);
+  const Tensor f = fy[0];
+  const Tensor b = backward_->return_sequences() ? reverse(by[0], {1}) : by[0];
+  const std::string& m = options_.merge_mode;
+  TensorList out;
+  if (m == "concat") out = {concat({f, b}, -1)};
+  else if (m == "sum") out = {f + b};
+  else if (m == "mul") out = {f * b};
+  else if (m == "ave") out = {(f + b) * 0.5};
+  else out = {f, b};
+  if (forward_->return_state()) {
+    out.insert(out.end(), fy.begin() + 1, fy.end());
+    out.insert(out.end(), by.begin() + 1, by.end());
+  }
+  return out;
+}
+
+Config BidirectionalImpl::get_config() const {
+  Config c = Layer::get_config();
+  c["layer"] = Config{{"class_name", forward_->class_name()}, {"config", forward_->get_config()}};
+  c["merge_mode"] = options_.merge_mode.empty() ? Config(nullptr) : Config(options_.merge_mode);
+  c["backward_layer"] = Config{{"class_name", backward_->class_name()}, {"config", backward_->get_config()}};
+  return c;
+}
+
+}  // namespace deepflow::keras::layers

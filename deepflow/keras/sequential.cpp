@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+// Sequential: a stack of layers. Once the input shape is known (an InputLayer first,
+// build(), or the first call) the stack is also recorded as a functional graph, so
+// summary() shows every output shape before any data has run.
+#include <nlohmann/json.hpp>
+
+#include "deepflow/core/error.h"
+#include "deepflow/keras/layers/core.h"
+#include "deepflow/keras/model.h"
+
+namespace deepflow::keras {
+
+Sequential::Sequential(std::vector<LayerPtr> layers, std::string name) : Model(std::move(name)) {
+  for (LayerPtr& l : layers) add(std::move(l));
+}
+
+void Sequential::add(LayerPtr layer) {
+  DF_CHECK(layer != nullptr, "[", name(), ".add] got a null layer");
+  auto* input = dynamic_cast<layers::InputLayerImpl*>(layer.get());
+  DF_CHECK(!input || stack_.empty(), "[", name(), ".add] an InputLayer can only be the first layer");
+  stack_.push_back(layer);
+  if (!input) track_layer(layer);
+  // With a known input, record the stack symbolically (builds the new layer now).
+  if (auto* first = dynamic_cast<layers::InputLayerImpl*>(stack_.front().get())) {
+    Tensor x = first->output();
+    for (size_t i = 1; i < stack_.size(); ++i) x = (*stack_[i])(x, false);
+    set_built();
+    if (stack_.size() > 1) init_functional({first->output()}, {x});
+  }
+}
+
+void Sequential::pop() {
+  DF_CHECK(!stack_.empty(), "[", name(), ".pop] the model has no layers");
+  stack_.pop_back();
+}
+
+void Sequential::build(const Shape& input_shape) {
+  DF_CHECK(input_shape.rank() >= 1, "[", name(), ".build] expects a shape with a batch dim, got ", input_shape);
+  if (!stack_.empty() && dynamic_cast<layers::InputLayerImpl*>(stack_.front().get())) return;
+  // The batch dim stays unknown (Keras's None), whatever batch the first call had.
+  std::vector<int64_t> rest(input_shape.begin() + 1, input_shape.end());
+  Tensor in = Input(Shape(rest));
+  Tensor x = in;
+  for (const LayerPtr& l : stack_) x = (*l)(x, false);
+  if (!stack_.empty()) init_functional({in}, {x});
+}
+
+TensorList Sequential::call(const TensorList& inputs, bool training) {
+  DF_CHECK(inputs.size() == 1, "[", name(), "] a Sequential model takes one input, got ", inputs.size());
+  DF_CHECK(!stack_.empty(), "[", name(), "] has no layers");
+  Tensor x = inputs[0];
+  for (const LayerPtr& l : stack_) x = (*l)(x, training);
+  return {x};
+}
+
+std::vector<LayerPtr> Sequential::model_layers() const {
+  std::vector<LayerPtr> out;
+  for (const LayerPtr& l : stack_)
+    if (!dynamic_cast<layers::InputLayerImpl*>(l.get())) out.push_back(l);
+  return out;
+}
+
+}  // namespace deepflow::keras

@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: Apache-2.0
+// compile / fit / evaluate / predict: the steps (traced or eager), batching and logs.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <optional>
+#include <random>
+
+#include "deepflow/autodiff/tape.h"
+#include "deepflow/core/error.h"
+#include "deepflow/core/random.h"
+#include "deepflow/function/control_flow.h"
+#include "deepflow/function/function.h"
+#include "deepflow/keras/callbacks.h"
+#include "deepflow/keras/model.h"
+#include "deepflow/keras/progbar.h"
+#include "deepflow/ops/ops.h"
+
+namespace deepflow::keras {
+
+struct Model::Compiled {
+  OptimizerPtr optimizer;
+  std::vector<LossPtr> losses;  // one per output
+  std::vector<double> loss_weights;
+  struct NamedMetric {
+    std::string log_name;
+    MetricPtr metric;
+    size_t output;
+  };
+  std::vector<NamedMetric> metrics;
+  std::shared_ptr<metrics::Mean> loss_tracker = std::make_shared<metrics::Mean>("loss");
+  bool run_eagerly = false;
+  // mixed_float16: dynamic loss scaling (Keras's LossScaleOptimizer defaults: start at
+  // 2^15, halve on a non-finite gradient and skip the step, double after 2000 good steps).
+  Variable loss_scale, good_steps;
+  static constexpr double kInitialScale = 32768.0, kGrowthInterval = 2000.0;
+  // Traced steps, made on first use (their signatures need the data's dtypes and shapes).
+  std::optional<Function> train_fn, test_fn, predict_fn;
+
+  Tensor total_loss(const TensorList& ys, const TensorList& preds, const Tensor& sw) const {
+    DF_CHECK(ys.size() == preds.size(), "[fit] the model has ", preds.size(), " outputs, got ", ys.size(),
+             " targets");
+    Tensor total;
+    for (size_t i = 0; i < preds.size(); ++i) {
+      Tensor l = (*losses[i])(ys[i], preds[i], sw);
+      if (l.dtype() != DType::Float32) l = cast(l, DType::Float32);
+      if (loss_weights.size() > i && loss_weights[i] != 1.0) l = l * loss_weights[i];
+      total = total.defined() ? total + l : l;
+    }
+    return total;
+  }
+
+  void update_metrics(const TensorList& ys, const TensorList& preds, const Tensor& sw) {
+    for (NamedMetric& m : metrics) m.metric->update_state(ys[m.output], preds[m.output], sw);
+  }
+
+  void reset_metrics() {
+    loss_tracker->reset_state();
+    for (NamedMetric& m : metrics) m.metric->reset_state();
+  }
+
+  Logs logs() const {
+    Logs l{{"loss", loss_tracker->result().item<double>()}};
+    for (const NamedMetric& m : metrics) {
+      Tensor r = m.metric->result();
+      if (r.size() == 1) l[m.log_name] = r.item<double>();
+    }
+    return l;
+  }
+};
+
+namespace {
+
+Signature batch_signature(const TensorList& xs) {
+  Signature sig;
+  for (const Tensor& x : xs) {
+    Shape s = x.shape();
+    if (s.rank() > 0) s[0] = -1;
+    sig.push_back({x.dtype(), s});
+  }
+  return sig;
+}
+
+int64_t num_samples(const TensorList& xs, const TensorList& ys, const char* what) {
+  DF_CHECK(!xs.empty(), "[", what, "] needs at least one input tensor");
+  const int64_t n = xs[0].rank() > 0 ? xs[0].dim(0) : -1;
+  for (const TensorList* list : {&xs, &ys})
+    for (const Tensor& t : *list)
+      DF_CHECK(t.rank() > 0 && t.dim(0) == n, "[", what, "] every input and target needs the same number of "
+               "samples (first dim): ", xs[0].shape(), " vs ", t.shape());
+  return n;
+}
+
+TensorList take(const TensorList& xs, int64_t begin, int64_t end, const Tensor& index) {
+  TensorList out;
+  for (const Tensor& x : xs) out.push_back(index.defined() ? gather(x, index) : x.slice0(begin, end));
+  return out;
+}
+
+}  // namespace
+
+// --- compile ---
+
+void Model::compile(CompileOptions options) {
+  auto c = std::make_shared<Compiled>();
+  c->optimizer = options.optimizer.optimizer ? options.optimizer.optimizer : optimizers::get(options.optimizer.name);
+  DF_CHECK(!options.loss.empty(), "[compile] needs a loss (a name such as \"mse\" or a keras::losses object)");
+  const size_t outputs = std::max<size_t>(1, outputs_.size());
+  DF_CHECK(options.loss.size() == 1 || options.loss.size() == outputs, "[compile] the model has ", outputs,
+           " outputs, got ", options.loss.size(), " losses");
+  for (size_t i = 0; i < outputs; ++i) {
+    const LossSpec& spec = options.loss[options.loss.size() == 1 ? 0 : i];
+    c->losses.push_back(spec.loss ? spec.loss : losses::get(spec.name));
+  }
+  c->loss_weights = options.loss_weights;
+  for (size_t i = 0; i < outputs; ++i)
+    for (const MetricSpec& spec : options.metrics) {
+      DF_CHECK(spec.metric == nullptr || outputs == 1, "[compile] metric objects need a single-output model; "
+               "give metrics by name for ", outputs, " outputs");
+      MetricPtr m = spec.metric ? spec.metric : metrics::get(spec.name, c->losses[i].get());
+      std::string log_name = spec.metric ? m->name() : spec.name;
+      if (outputs > 1) log_name = "output_" + std::to_string(i) + "_" + log_name;
+      c->metrics.push_back({log_name, m, i});
+    }
+  c->run_eagerly = options.run_eagerly;
+  if (compute_dtype() == DType::Float16) {
+    c->loss_scale = Variable(scalar(Compiled::kInitialScale), name() + "/loss_scale", false);
+    c->good_steps = Variable(scalar(0.0), name() + "/loss_scale_good_steps", false);
+  }
+  compiled_ = std::move(c);
+}
+
+OptimizerPtr Model::optimizer() const { return compiled_ ? compiled_->optimizer : nullptr; }
+
+double Model::loss_scale() const {
+  return compiled_ && compiled_->loss_scale.defined() ? compiled_->loss_scale.value().item<double>() : 0.0;
+}
+
+std::vector<MetricPtr> Model::metrics() const {
+  std::vector<MetricPtr> out;
+  if (!compiled_) return out;
+  out.push_back(compiled_->loss_tracker);
+  for (const auto& m : compiled_->metrics) out.push_back(m.metric);
+  return out;
+}
+
+// --- steps ---
+
+namespace {
+
+// The gradients of loss * scale, unscaled; the step runs only when all are finite.
+void apply_scaled(Model::Compiled& c, GradientTape& tape, const Tensor& loss, const std::vector<Variable>& vars) {
+  Tensor scale = c.loss_scale.value();
+  std::vector<Tensor> grads = tape.gradient(loss * scale, vars);
+  Tensor bad = scalar(0.0);  // 0 * inf and 0 * NaN are NaN: one sum finds any
+  for (Tensor& g : grads) {
+    if (!g.defined()) continue;
+    g = cast(g, DType::Float32) / scale;
+    bad = bad + reduce_sum(g * 0.0);
+  }
+  Tensor finite = equal(bad, scalar(0.0));
+  cond(
+      finite,
+      [&]() -> TensorList {
+        c.optimizer->apply_gradients(grads, vars);
+        Tensor good = c.good_steps.value() + 1.0;
+        Tensor grow = greater_equal(good, scalar(Model::Compiled::kGrowthInterval));
+        c.loss_scale.assign(where(grow, scale * 2.0, scale));
+        c.good_steps.assign(where(grow, scalar(0.0), good));
+        return {};
+      },
+      [&]() -> TensorList {
+        c.loss_scale.assign(maximum(scale * 0.5, scalar(1.0)));
+        c.good_steps.assign(scalar(0.0));
+        return {};
+      });
+}
+
+// Builds the model eagerly on one sample (inference mode: no state changes) so that
+// every weight exists before a step is traced, then the optimizer's slots.
+void prepare(Model& m, const TensorList& xs, Optimizer* opt) {
+  if (!m.built() || m.weights().empty()) {
+    TensorList one = take(xs, 0, 1, Tensor());
+    m(one, false);
+  }
+  if (opt) opt->build(m.trainable_weights());
+}
+
+}  // namespace
+
+std::map<std::string, double> Model::train_on_batch(const TensorList& x, const TensorList& y) {
+  DF_CHECK(compiled_, "[", name(), ".train_on_batch] call compile() first");
+  Compiled& c = *compiled_;
+  prepare(*this, x, c.optimizer.get());
+  auto step = [this, &c](const TensorList& xs, const TensorList& ys, const Tensor& sw) -> Tensor {
+    LearningPhaseScope phase(true);
+    std::vector<Variable> vars = trainable_weights();
+    GradientTape tape;
+    TensorList preds = (*this)(xs, true);
+    Tensor loss = c.total_loss(ys, preds, sw);
+    for (const Tensor& r : losses()) loss = loss + (r.dtype() == DType::Float32 ? r : cast(r, DType::Float32));
+    if (!c.loss_scale.defined()) {
+      std::vector<Tensor> grads = tape.gradient(loss, vars);
+      c.optimizer->apply_gradients(grads, vars);
+    } else {
+      apply_scaled(c, tape, loss, vars);
+    }
+    c.loss_tracker->update_state(loss);
+    c.update_metrics(ys, preds, sw);
+    return loss;
+  };
+  const Tensor sw;  // sample weights: not yet
+  if (c.run_eagerly) {
+    step(x, y, sw);
+  } else {
+    if (!c.train_fn) {
+      Signature sig = batch_signature(x);
+      for (const TensorType& t : batch_signature(y)) sig.push_back(t);
+      const size_t nx = x.size();
+      c.train_fn = function(
+          [step, nx](const TensorList& in) -> TensorList {
+            TensorList xs(in.begin(), in.begin() + long(nx)), ys(in.begin() + long(nx), in.end());
+            return {step(xs, ys, Tensor())};
+          },
+          FunctionOptions{.name = "train_function", .input_signature = sig});
+    }
+    TensorList in = x;
+    in.insert(in.end(), y.begin(), y.end());
+    (*c.train_fn)(in);
+  }
+  return c.logs();
+}
+
+std::map<std::string, double> Model::test_on_batch(const TensorList& x, const TensorList& y) {
+  DF_CHECK(compiled_, "[", name(), ".test_on_batch] call compile() first");
+  Compiled& c = *compiled_;
+  prepare(*this, x, nullptr);
+  auto step = [this, &c](const TensorList& xs, const TensorList& ys) -> Tensor {
+    LearningPhaseScope phase(false);
+    TensorList preds = (*this)(xs, false);
+    Tensor loss = c.total_loss(ys, preds, Tensor());
+    for (const Tensor& r : losses()) loss = loss + (r.dtype() == DType::Float32 ? r : cast(r, DType::Float32));
+    c.loss_tracker->update_state(loss);
+    c.update_metrics(ys, preds, Tensor());
+    return loss;
+  };
+  if (c.run_eagerly) {
+    step(x, y);
+  } else {
+    if (!c.test_fn) {
+      Signature sig = batch_signature(x);
+      for (const TensorType& t : batch_signature(y)) sig.push_back(t);
+      const size_t nx = x.size();
+      c.test_fn = function(
+          [step, nx](const TensorList& in) -> TensorList {
+            TensorList xs(in.begin(), in.begin() + long(nx)), ys(in.begin() + long(nx), in.end());
+            return {step(xs, ys)};
+          },
+          FunctionOptions{.name = "test_function", .input_signature = sig});
+    }
+    TensorList in = x;
+    in.insert(in.end(), y.begin(), y.end());
+    (*c.test_fn)(in);
+  }
+  return c.logs();
+}
+
+// --- fit ---
+
+History Model::fit(const TensorList& x, const TensorList& y, FitOptions options) {
+  DF_CHECK(compiled_, "[", name(), ".fit] call compile() first");
+  DF_CHECK(options.batch_size > 0, "[fit] batch_size must be positive, got ", options.batch_size);
+  DF_CHECK(options.validation_split >= 0 && options.validation_split < 1,
+           "[fit] validation_split must be in [0, 1), got ", options.validation_split);
+  Compiled& c = *compiled_;
+  int64_t n = num_samples(x, y, "fit");
+  TensorList train_x = x, train_y = y, val_x = options.validation_x, val_y = options.validation_y;
+  if (val_x.empty() && options.validation_split > 0) {
+    const int64_t n_val = int64_t(double(n) * options.validation_split);
+    DF_CHECK(n_val > 0 && n_val < n, "[fit] validation_split ", options.validation_split, " of ", n,
+             " samples leaves no training or validation data");
+    train_x = take(x, 0, n - n_val, Tensor());
+    train_y = take(y, 0, n - n_val, Tensor());
+    val_x = take(x, n - n_val, n, Tensor());
+    val_y = take(y, n - n_val, n, Tensor());
+    n -= n_val;
+  }
+  DF_CHECK(!options.sample_weight.defined(), "[fit] sample_weight is not supported yet");
+  const int64_t steps = (n + options.batch_size - 1) / options.batch_size;
+  std::vector<CallbackPtr> callbacks = options.callbacks;
+  for (const CallbackPtr& cb : callbacks) cb->set_model(this);
+  History history;
+  stop_training = false;
+  auto [seed, seed2] = detail::resolve_seeds(options.seed);
+  std::mt19937_64 rng(uint64_t(seed) * 0x9E3779B97F4A7C15ull ^ uint64_t(seed2));
+  std::vector<int32_t> order(static_cast<size_t>(n));
+  for (const CallbackPtr& cb : callbacks) cb->on_train_begin({});
+  for (int epoch = options.initial_epoch; epoch < options.epochs && !stop_training; ++epoch) {
+    if (options.verbose) std::printf("Epoch %d/%d\n", epoch + 1, options.epochs);
+    for (const CallbackPtr& cb : callbacks) cb->on_epoch_begin(epoch, {});
+    c.reset_metrics();
+    std::iota(order.begin(), order.end(), 0);
+    if (options.shuffle) std::shuffle(order.begin(), order.end(), rng);
+    Progbar bar(steps, options.verbose);
+    Logs logs;
+    for (int64_t b = 0; b < steps && !stop_training; ++b) {
+      const int64_t begin = b * options.batch_size, end = std::min(n, begin + options.batch_size);
+      Tensor index;
+      if (options.shuffle)
+        index = constant(std::vector<int32_t>(order.begin() + begin, order.begin() + end), Shape{end - begin});
+      for (const CallbackPtr& cb : callbacks) cb->on_train_batch_begin(b, {});
+      logs = train_on_batch(take(train_x, begin, end, index), take(train_y, begin, end, index));
+      for (const CallbackPtr& cb : callbacks) cb->on_train_batch_end(b, logs);
+      bar.update(b + 1, logs);
+    }
+    if (!val_x.empty() && !stop_training) {
+      std::map<std::string, double> val = evaluate(val_x, val_y, {.batch_size = options.batch_size, .verbose = 0});
+      for (const auto& [k, v] : val) logs["val_" + k] = v;
+    }
+    bar.update(steps, logs, /*finalize=*/true);
+    for (const CallbackPtr& cb : callbacks) cb->on_epoch_end(epoch, logs);
+    history.epoch.push_back(epoch);
+    for (const auto& [k, v] : logs) history.history[k].push_back(v);
+  }
+  for (const CallbackPtr& cb : callbacks) cb->on_train_end({});
+  return history;
+}
+
+// --- evaluate / predict ---
+
+std::map<std::string, double> Model::evaluate(const TensorList& x, const TensorList& y, EvaluateOptions options) {
+  DF_CHECK(compiled_, "[", name(), ".evaluate] call compile() first");
+  DF_CHECK(options.batch_size > 0, "[evaluate] batch_size must be positive, got ", options.batch_size);
+  Compiled& c = *compiled_;
+  const int64_t n = num_samples(x, y, "evaluate");
+  const int64_t steps = (n + options.batch_size - 1) / options.batch_size;
+  for (const CallbackPtr& cb : options.callbacks) cb->set_model(this);
+  for (const CallbackPtr& cb : options.callbacks) cb->on_test_begin({});
+  c.reset_metrics();
+  Progbar bar(steps, options.verbose);
+  Logs logs;
+  for (int64_t b = 0; b < steps; ++b) {
+    const int64_t begin = b * options.batch_size, end = std::min(n, begin + options.batch_size);
+    logs = test_on_batch(take(x, begin, end, Tensor()), take(y, begin, end, Tensor()));
+    for (const CallbackPtr& cb : options.callbacks) cb->on_test_batch_end(b, logs);
+    bar.update(b + 1, logs);
+  }
+  bar.update(steps, logs, true);
+  for (const CallbackPtr& cb : options.callbacks) cb->on_test_end(logs);
+  return logs;
+}
+
+TensorList Model::predict(const TensorList& x, PredictOptions options) {
+  DF_CHECK(options.batch_size > 0, "[predict] batch_size must be positive, got ", options.batch_size);
+  const int64_t n = num_samples(x, {}, "predict");
+  prepare(*this, x, nullptr);
+  const bool eager = compiled_ && compiled_->run_eagerly;
+  std::optional<Function> local;
+  std::optional<Function>* fn = nullptr;
+  if (!eager) {
+    fn = compiled_ ? &compiled_->predict_fn : &local;
+    if (!*fn)
+      *fn = function([this](const TensorList& in) -> TensorList { return (*this)(in, false); },
+                     FunctionOptions{.name = "predict_function", .input_signature = batch_signature(x)});
+  }
+  std::vector<TensorList> parts;
+  for (int64_t begin = 0; begin < n; begin += options.batch_size) {
+    const int64_t end = std::min(n, begin + options.batch_size);
+    TensorList batch = take(x, begin, end, Tensor());
+    parts.push_back(fn ? (**fn)(batch) : (*this)(batch, false));
+  }
+  TensorList out;
+  if (parts.empty()) return out;
+  for (size_t i = 0; i < parts[0].size(); ++i) {
+    std::vector<Tensor> pieces;
+    for (const TensorList& p : parts) pieces.push_back(p[i]);
+    out.push_back(pieces.size() == 1 ? pieces[0] : concat(pieces, 0));
+  }
+  return out;
+}
+
+}  // namespace deepflow::keras
