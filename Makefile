@@ -23,7 +23,7 @@ build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
-	$(BUILD)/examples/demo
+	$(BUILD)/examples/demo $(BUILD)/mnist_cnn.weights
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -127,12 +127,19 @@ def main():
     mm_ratio = by_name.get("matmul_f32_1024", {}).get("ratio")
     # Interleaved add/memcpy when it ran; else the two separate benchmarks.
     add_share = value("add_vs_copy_16M") or (add / copy if add and copy else None)
+    # Same batch on both sides, so the samples/s ratio is the step-time ratio.
+    mlp_ratio = by_name.get("keras/mlp_sgd_b128", {}).get("ratio")
+    lenet_ratio = by_name.get("keras/lenet_adam_b64", {}).get("ratio")
     targets = [
         target("matmul f32 1024 vs torch (x)", mm_ratio, ">= 0.95", mm_ratio is not None and mm_ratio >= 0.95),
         target("matmul f32 1024 share of fp32 peak", mm / peak["peak_gflops"] if mm and peak["peak_gflops"] else None,
                ">= 0.75", bool(mm and peak["peak_gflops"] and mm >= 0.75 * peak["peak_gflops"])),
         target("add 16M share of copy bandwidth", add_share, ">= 0.80", bool(add_share and add_share >= 0.8)),
         target("eager add [8] median, tape off (ns)", disp, "<= 1000", disp is not None and disp <= 1000),
+        target("keras mlp_sgd_b128 speed vs torch (x)", mlp_ratio, ">= 1.3",
+               mlp_ratio is not None and mlp_ratio >= 1.3),
+        target("keras lenet_adam_b64 speed vs torch (x)", lenet_ratio, ">= 1.2",
+               lenet_ratio is not None and lenet_ratio >= 1.2),
     ]
 
     w = max([len("benchmark")] + [len(r["name"]) for r in rows])

@@ -24,6 +24,7 @@
 #include "deepflow/function/control_flow.h"
 #include "deepflow/function/function.h"
 #include "deepflow/graph/profiler.h"
+#include "deepflow/keras/keras.h"
 #include "deepflow/ops/op.h"
 #include "deepflow/ops/ops.h"
 #include "deepflow/ops/variable.h"

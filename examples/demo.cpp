@@ -4,7 +4,7 @@
 //   conv 3x3x32 relu -> max pool 2 -> conv 3x3x64 relu -> max pool 2 -> flatten ->
 //   dropout 0.25 -> dense 128 relu -> dropout 0.5 -> dense 10 (logits)
 //
-// Adam (1e-3), sparse categorical cross-entropy from logits, batch 128, 4 epochs, 10%
+// Adam (1e-3), sparse categorical cross-entropy from logits, batch 128, 10 epochs, 10%
 // of the training images held out for validation; then the test accuracy on the 10k
 // test images, the weights saved to mnist_cnn.weights (next to the binary, or the path
 // given as the first argument) and the total time. The MNIST files come from the npm
@@ -27,7 +27,7 @@ namespace layers = keras::layers;
 int main(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   const std::string weights_path = argc > 1 ? argv[1] : "mnist_cnn.weights";
-  const int epochs = argc > 2 ? std::atoi(argv[2]) : 4;
+  const int epochs = argc > 2 ? std::atoi(argv[2]) : 10;
   try {
     auto [train, test] = keras::datasets::mnist::load_data();
     // uint8 [n, 28, 28] -> float32 [n, 28, 28, 1] in [0, 1]

@@ -140,6 +140,49 @@ def main():
 
     run("mlp_step_64x784x256x10", step, "us")
 
+    # --- Keras-API training steps (bench/bench_keras.cpp): model, loss, optimizer step ---
+    def train_step(model, opt, xb, yb):
+        def fn():
+            opt.zero_grad()
+            loss = F.cross_entropy(model(xb), yb)
+            loss.backward()
+            opt.step()
+            return loss.item()  # train_on_batch returns the loss to the host too
+        return fn
+
+    def samples_per_s(name, batch):
+        if name in results:
+            results[name]["samples_per_s"] = batch * 1e6 / results[name]["value"]
+
+    mlp = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
+                              torch.nn.ReLU(), torch.nn.Linear(512, 10))
+    xb, yb = torch.rand(128, 784), torch.randint(0, 10, (128,))
+    run("keras/mlp_sgd_b128", train_step(mlp, torch.optim.SGD(mlp.parameters(), lr=0.01), xb, yb), "us")
+    samples_per_s("keras/mlp_sgd_b128", 128)
+
+    name = "keras/lenet_adam_b64"
+    if re.search(args.filter, name):
+        # deepflow is NHWC ([64,28,28,1], Flatten of [7,7,64]); torch's layout is NCHW
+        # ([64,1,28,28], Flatten of [64,7,7]): the same model with the Linear's input
+        # features permuted. Timed in NCHW and channels_last; the faster counts, as for conv2d.
+        def lenet():
+            return torch.nn.Sequential(
+                torch.nn.Conv2d(1, 32, 5, padding=2), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                torch.nn.Conv2d(32, 64, 5, padding=2), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                torch.nn.Flatten(), torch.nn.Linear(7 * 7 * 64, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 10))
+        xb, yb = torch.rand(64, 1, 28, 28), torch.randint(0, 10, (64,))
+        # Keras's Adam epsilon (1e-7) rather than torch's default 1e-8: the same optimizer.
+        net = lenet()
+        nchw = run(name + "_nchw", train_step(net, torch.optim.Adam(net.parameters(), lr=1e-3, eps=1e-7), xb, yb),
+                   "us")
+        net = lenet().to(memory_format=torch.channels_last)
+        xl = xb.contiguous(memory_format=torch.channels_last)
+        cl = run(name + "_channels_last",
+                 train_step(net, torch.optim.Adam(net.parameters(), lr=1e-3, eps=1e-7), xl, yb), "us")
+        if nchw is not None and cl is not None:  # None: the filter left one out
+            results[name] = {"value": min(nchw, cl), "unit": "us", "nchw": nchw, "channels_last": cl}
+            samples_per_s(name, 64)
+
     meta = {
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),

@@ -208,4 +208,15 @@ std::string Model::to_dot(bool show_shapes) const {
   return out + "}\n";
 }
 
+namespace utils {
+
+void plot_model(const Model& model, const std::string& to_file, bool show_shapes) {
+  const std::string dot = model.to_dot(show_shapes);
+  std::FILE* f = std::fopen(to_file.c_str(), "wb");
+  DF_CHECK(f != nullptr, "[plot_model] cannot write '", to_file, "'");
+  const bool ok = std::fwrite(dot.data(), 1, dot.size(), f) == dot.size();
+  DF_CHECK(std::fclose(f) == 0 && ok, "[plot_model] writing '", to_file, "' failed");
+}
+
+}  // namespace utils
 }  // namespace deepflow::keras

@@ -208,4 +208,10 @@ class Sequential : public Model {
   std::vector<LayerPtr> stack_;
 };
 
+namespace utils {
+/// Writes model.to_dot(show_shapes) to `to_file` (tf.keras.utils.plot_model without the
+/// rendering: `dot -Tpng model.dot -o model.png` draws it). Throws naming the path.
+void plot_model(const Model& model, const std::string& to_file, bool show_shapes = true);
+}  // namespace utils
+
 }  // namespace deepflow::keras

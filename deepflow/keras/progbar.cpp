@@ -44,8 +44,9 @@ std::string Progbar::format_logs(const std::map<std::string, double>& logs) {
   if (auto it = logs.find("loss"); it != logs.end()) parts.push_back("loss: " + fmt_value(it->second));
   for (const auto& [k, v] : logs)
     if (k != "loss" && k.rfind("val_", 0) != 0) parts.push_back(k + ": " + fmt_value(v));
+  if (auto it = logs.find("val_loss"); it != logs.end()) parts.push_back("val_loss: " + fmt_value(it->second));
   for (const auto& [k, v] : logs)
-    if (k.rfind("val_", 0) == 0) parts.push_back(k + ": " + fmt_value(v));
+    if (k.rfind("val_", 0) == 0 && k != "val_loss") parts.push_back(k + ": " + fmt_value(v));
   std::string s;
   for (const std::string& p : parts) s += (s.empty() ? "" : " - ") + p;
   return s;

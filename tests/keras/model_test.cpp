@@ -46,6 +46,13 @@ TEST(Sequential, ShapesSummaryAndDot) {
   EXPECT_THAT(dot, HasSubstr("digraph"));
   EXPECT_THAT(dot, HasSubstr("->"));
   EXPECT_EQ((*model)(ones({3, 2})).shape(), (Shape{3, 2}));
+  const std::string path = ::testing::TempDir() + "/sequential.dot";
+  utils::plot_model(*model, path);
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  ASSERT_NE(f, nullptr);
+  std::fclose(f);
+  EXPECT_THAT(error_of([&] { utils::plot_model(*model, "/nonexistent-dir/m.dot"); }),
+              HasSubstr("[plot_model] cannot write '/nonexistent-dir/m.dot'"));
 }
 
 TEST(Sequential, BuildsOnFirstCallWithoutAnInputLayer) {
