@@ -361,5 +361,9 @@ InitializerPtr deserialize(const Config& config) {
   }
 }
 
+Config serialize(const InitializerPtr& init, const char* default_class) {
+  return init ? serialize(*init) : Config{{"class_name", default_class}, {"config", Config::object()}};
+}
+
 }  // namespace initializers
 }  // namespace deepflow::keras

@@ -42,6 +42,9 @@ InitializerPtr get(const std::string& name);
 /// From {"class_name": ..., "config": {...}} as serialize() writes it.
 InitializerPtr deserialize(const Config& config);
 Config serialize(const Initializer& init);
+/// serialize(*init), or {"class_name": default_class, "config": {}} for a null one (a
+/// layer's default initializer, in its get_config()).
+Config serialize(const InitializerPtr& init, const char* default_class);
 
 InitializerPtr Zeros();
 InitializerPtr Ones();

@@ -4,6 +4,7 @@
 // from host shapes). Formulas follow Keras 3 (keras/src/losses/losses.py and the
 // TensorFlow backend's nn.py).
 #include "deepflow/keras/losses.h"
+#include "deepflow/keras/loss_util.h"
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +14,41 @@
 #include "deepflow/ops/ops.h"
 
 namespace deepflow::keras {
+
+namespace detail {
+
+Tensor cast_to(const Tensor& x, DType t) { return x.dtype() == t ? x : cast(x, t); }
+
+std::pair<Tensor, Tensor> squeeze_or_expand(Tensor a, Tensor b) {
+  const int ra = a.rank(), rb = b.rank();
+  if (ra == rb + 1 && a.dim(-1) == 1) {
+    if (rb == 1) b = expand_dims(b, -1);
+    else a = squeeze(a, {-1});
+  } else if (rb == ra + 1 && b.dim(-1) == 1) {
+    if (ra == 1) a = expand_dims(a, -1);
+    else b = squeeze(b, {-1});
+  }
+  return {a, b};
+}
+
+bool fits(const Shape& a, const Shape& b) {
+  if (a.rank() != b.rank()) return false;
+  for (int i = 0; i < a.rank(); ++i)
+    if (a[i] != b[i] && a[i] != 1 && b[i] != 1 && a[i] >= 0 && b[i] >= 0) return false;
+  return true;
+}
+
+void shapes_do_not_fit(const std::string& loss, const Tensor& y_true, const Tensor& y_pred) {
+  fail("[", loss, "] labels ", y_true.shape(), " do not fit predictions ", y_pred.shape());
+}
+
+}  // namespace detail
+
+using detail::cast_to;
+using detail::fits;
+using detail::shapes_do_not_fit;
+using detail::squeeze_or_expand;
+
 namespace {
 
 constexpr double kEpsilon = 1e-7;  // keras.backend.epsilon()
@@ -36,33 +72,6 @@ Reduction reduction_from_name(const std::string& s) {
 // 16-bit floats are computed in float32 (mixed precision); float32 and float64 stay.
 DType compute_dtype(DType t) { return t == DType::Float16 || t == DType::BFloat16 ? DType::Float32 : t; }
 
-Tensor cast_to(const Tensor& x, DType t) { return x.dtype() == t ? x : cast(x, t); }
-
-// Keras's squeeze_or_expand_to_same_rank: fixes a rank difference of one caused by a
-// trailing dim of 1 ([B] against [B,1]).
-std::pair<Tensor, Tensor> squeeze_or_expand(Tensor a, Tensor b) {
-  const int ra = a.rank(), rb = b.rank();
-  if (ra == rb + 1 && a.dim(-1) == 1) {
-    if (rb == 1) b = expand_dims(b, -1);
-    else a = squeeze(a, {-1});
-  } else if (rb == ra + 1 && b.dim(-1) == 1) {
-    if (ra == 1) a = expand_dims(a, -1);
-    else b = squeeze(b, {-1});
-  }
-  return {a, b};
-}
-
-// Same rank and each pair of dims equal, 1 on either side, or unknown.
-bool fits(const Shape& a, const Shape& b) {
-  if (a.rank() != b.rank()) return false;
-  for (int i = 0; i < a.rank(); ++i)
-    if (a[i] != b[i] && a[i] != 1 && b[i] != 1 && a[i] >= 0 && b[i] >= 0) return false;
-  return true;
-}
-
-[[noreturn]] void shapes_do_not_fit(const std::string& loss, const Tensor& y_true, const Tensor& y_pred) {
-  fail("[", loss, "] labels ", y_true.shape(), " do not fit predictions ", y_pred.shape());
-}
 
 // y_true cast to y_pred's dtype and brought to its rank; throws when the shapes cannot broadcast.
 std::pair<Tensor, Tensor> align(const std::string& loss, const Tensor& y_true, const Tensor& y_pred) {

@@ -4,6 +4,7 @@
 // eagerly and inside a traced train step. Formulas follow Keras 3
 // (keras/src/metrics/{reduction_metrics,accuracy_metrics,confusion_metrics,metrics_utils}.py).
 #include "deepflow/keras/metrics.h"
+#include "deepflow/keras/loss_util.h"
 
 #include <nlohmann/json.hpp>
 
@@ -14,34 +15,13 @@
 namespace deepflow::keras {
 namespace {
 
+using detail::cast_to;
+using detail::fits;
+using detail::shapes_do_not_fit;
+using detail::squeeze_or_expand;
+
 constexpr double kEpsilon = 1e-7;  // keras.backend.epsilon()
 
-Tensor cast_to(const Tensor& x, DType t) { return x.dtype() == t ? x : cast(x, t); }
-
-// Keras's squeeze_or_expand_to_same_rank (a trailing dim of 1 on one side).
-std::pair<Tensor, Tensor> squeeze_or_expand(Tensor a, Tensor b) {
-  const int ra = a.rank(), rb = b.rank();
-  if (ra == rb + 1 && a.dim(-1) == 1) {
-    if (rb == 1) b = expand_dims(b, -1);
-    else a = squeeze(a, {-1});
-  } else if (rb == ra + 1 && b.dim(-1) == 1) {
-    if (ra == 1) a = expand_dims(a, -1);
-    else b = squeeze(b, {-1});
-  }
-  return {a, b};
-}
-
-// Same rank and each pair of dims equal, 1 on either side, or unknown.
-bool fits(const Shape& a, const Shape& b) {
-  if (a.rank() != b.rank()) return false;
-  for (int i = 0; i < a.rank(); ++i)
-    if (a[i] != b[i] && a[i] != 1 && b[i] != 1 && a[i] >= 0 && b[i] >= 0) return false;
-  return true;
-}
-
-[[noreturn]] void shapes_do_not_fit(const std::string& metric, const Tensor& y_true, const Tensor& y_pred) {
-  fail("[", metric, "] labels ", y_true.shape(), " do not fit predictions ", y_pred.shape());
-}
 
 // a / b, 0 where b == 0 (Keras's divide_no_nan).
 Tensor divide_no_nan(const Tensor& a, const Tensor& b) {

@@ -75,5 +75,7 @@ RegularizerPtr deserialize(const Config& config) {
   }
 }
 
+Config serialize(const RegularizerPtr& r) { return r ? serialize(*r) : Config(nullptr); }
+
 }  // namespace regularizers
 }  // namespace deepflow::keras

@@ -32,6 +32,8 @@ RegularizerPtr L1L2(double l1 = 0.0, double l2 = 0.0);
 /// "l1", "l2", "l1_l2" with Keras's default factors; throws on an unknown name.
 RegularizerPtr get(const std::string& name);
 Config serialize(const Regularizer& r);
+/// serialize(*r), or JSON null for a null one (a layer without that regularizer).
+Config serialize(const RegularizerPtr& r);
 RegularizerPtr deserialize(const Config& config);
 
 }  // namespace regularizers

@@ -11,11 +11,6 @@
 namespace deepflow::keras::layers {
 namespace {
 
-Config initializer_config(const InitializerPtr& init, const char* fallback) {
-  return init ? initializers::serialize(*init) : Config{{"class_name", fallback}, {"config", Config::object()}};
-}
-Config regularizer_config(const RegularizerPtr& r) { return r ? regularizers::serialize(*r) : Config(nullptr); }
-
 std::string shapes_of(const std::vector<Shape>& shapes) {
   std::string s;
   for (const Shape& sh : shapes) s += (s.empty() ? "" : ", ") + sh.to_string();
@@ -125,10 +120,10 @@ Config MultiHeadAttentionImpl::get_config() const {
   c["output_shape"] = options_.output_shape ? Config(*options_.output_shape) : Config(nullptr);
   c["attention_axes"] = nullptr;
   c["use_causal_mask"] = options_.use_causal_mask;
-  c["kernel_initializer"] = initializer_config(options_.kernel_initializer, "GlorotUniform");
-  c["bias_initializer"] = initializer_config(options_.bias_initializer, "Zeros");
-  c["kernel_regularizer"] = regularizer_config(options_.kernel_regularizer);
-  c["bias_regularizer"] = regularizer_config(options_.bias_regularizer);
+  c["kernel_initializer"] = initializers::serialize(options_.kernel_initializer, "GlorotUniform");
+  c["bias_initializer"] = initializers::serialize(options_.bias_initializer, "Zeros");
+  c["kernel_regularizer"] = regularizers::serialize(options_.kernel_regularizer);
+  c["bias_regularizer"] = regularizers::serialize(options_.bias_regularizer);
   c["seed"] = options_.seed ? Config(*options_.seed) : Config(nullptr);
   return c;
 }

@@ -13,10 +13,6 @@
 namespace deepflow::keras::layers {
 namespace {
 
-Config initializer_config(const InitializerPtr& init, const char* fallback) {
-  return init ? initializers::serialize(*init) : Config{{"class_name", fallback}, {"config", Config::object()}};
-}
-Config regularizer_config(const RegularizerPtr& r) { return r ? regularizers::serialize(*r) : Config(nullptr); }
 InitializerPtr or_zeros(const InitializerPtr& init) { return init ? init : initializers::Zeros(); }
 
 std::string str(const std::vector<int64_t>& v) {
@@ -130,10 +126,10 @@ Config Conv1DImpl::get_config() const {
   c["filters"] = filters_;
   common_config(c, {kernel_size_}, {stride_}, options_.padding, {dilation_}, options_.activation, options_.use_bias);
   c["groups"] = options_.groups;
-  c["kernel_initializer"] = initializer_config(options_.kernel_initializer, "GlorotUniform");
-  c["bias_initializer"] = initializer_config(options_.bias_initializer, "Zeros");
-  c["kernel_regularizer"] = regularizer_config(options_.kernel_regularizer);
-  c["bias_regularizer"] = regularizer_config(options_.bias_regularizer);
+  c["kernel_initializer"] = initializers::serialize(options_.kernel_initializer, "GlorotUniform");
+  c["bias_initializer"] = initializers::serialize(options_.bias_initializer, "Zeros");
+  c["kernel_regularizer"] = regularizers::serialize(options_.kernel_regularizer);
+  c["bias_regularizer"] = regularizers::serialize(options_.bias_regularizer);
   return c;
 }
 
@@ -177,10 +173,10 @@ Config Conv2DImpl::get_config() const {
   c["filters"] = filters_;
   common_config(c, kernel_size_, strides_, options_.padding, dilation_, options_.activation, options_.use_bias);
   c["groups"] = options_.groups;
-  c["kernel_initializer"] = initializer_config(options_.kernel_initializer, "GlorotUniform");
-  c["bias_initializer"] = initializer_config(options_.bias_initializer, "Zeros");
-  c["kernel_regularizer"] = regularizer_config(options_.kernel_regularizer);
-  c["bias_regularizer"] = regularizer_config(options_.bias_regularizer);
+  c["kernel_initializer"] = initializers::serialize(options_.kernel_initializer, "GlorotUniform");
+  c["bias_initializer"] = initializers::serialize(options_.bias_initializer, "Zeros");
+  c["kernel_regularizer"] = regularizers::serialize(options_.kernel_regularizer);
+  c["bias_regularizer"] = regularizers::serialize(options_.bias_regularizer);
   return c;
 }
 
@@ -240,10 +236,10 @@ Config Conv2DTransposeImpl::get_config() const {
   c["filters"] = filters_;
   common_config(c, kernel_size_, strides_, options_.padding, dilation_, options_.activation, options_.use_bias);
   c["output_padding"] = output_padding_.empty() ? Config(nullptr) : Config(output_padding_);
-  c["kernel_initializer"] = initializer_config(options_.kernel_initializer, "GlorotUniform");
-  c["bias_initializer"] = initializer_config(options_.bias_initializer, "Zeros");
-  c["kernel_regularizer"] = regularizer_config(options_.kernel_regularizer);
-  c["bias_regularizer"] = regularizer_config(options_.bias_regularizer);
+  c["kernel_initializer"] = initializers::serialize(options_.kernel_initializer, "GlorotUniform");
+  c["bias_initializer"] = initializers::serialize(options_.bias_initializer, "Zeros");
+  c["kernel_regularizer"] = regularizers::serialize(options_.kernel_regularizer);
+  c["bias_regularizer"] = regularizers::serialize(options_.bias_regularizer);
   return c;
 }
 
@@ -284,10 +280,10 @@ Config DepthwiseConv2DImpl::get_config() const {
   Config c = Layer::get_config();
   c["depth_multiplier"] = options_.depth_multiplier;
   common_config(c, kernel_size_, strides_, options_.padding, dilation_, options_.activation, options_.use_bias);
-  c["depthwise_initializer"] = initializer_config(options_.depthwise_initializer, "GlorotUniform");
-  c["bias_initializer"] = initializer_config(options_.bias_initializer, "Zeros");
-  c["depthwise_regularizer"] = regularizer_config(options_.depthwise_regularizer);
-  c["bias_regularizer"] = regularizer_config(options_.bias_regularizer);
+  c["depthwise_initializer"] = initializers::serialize(options_.depthwise_initializer, "GlorotUniform");
+  c["bias_initializer"] = initializers::serialize(options_.bias_initializer, "Zeros");
+  c["depthwise_regularizer"] = regularizers::serialize(options_.depthwise_regularizer);
+  c["bias_regularizer"] = regularizers::serialize(options_.bias_regularizer);
   return c;
 }
 
@@ -333,12 +329,12 @@ Config SeparableConv2DImpl::get_config() const {
   c["filters"] = filters_;
   c["depth_multiplier"] = options_.depth_multiplier;
   common_config(c, kernel_size_, strides_, options_.padding, dilation_, options_.activation, options_.use_bias);
-  c["depthwise_initializer"] = initializer_config(options_.depthwise_initializer, "GlorotUniform");
-  c["pointwise_initializer"] = initializer_config(options_.pointwise_initializer, "GlorotUniform");
-  c["bias_initializer"] = initializer_config(options_.bias_initializer, "Zeros");
-  c["depthwise_regularizer"] = regularizer_config(options_.depthwise_regularizer);
-  c["pointwise_regularizer"] = regularizer_config(options_.pointwise_regularizer);
-  c["bias_regularizer"] = regularizer_config(options_.bias_regularizer);
+  c["depthwise_initializer"] = initializers::serialize(options_.depthwise_initializer, "GlorotUniform");
+  c["pointwise_initializer"] = initializers::serialize(options_.pointwise_initializer, "GlorotUniform");
+  c["bias_initializer"] = initializers::serialize(options_.bias_initializer, "Zeros");
+  c["depthwise_regularizer"] = regularizers::serialize(options_.depthwise_regularizer);
+  c["pointwise_regularizer"] = regularizers::serialize(options_.pointwise_regularizer);
+  c["bias_regularizer"] = regularizers::serialize(options_.bias_regularizer);
   return c;
 }
 

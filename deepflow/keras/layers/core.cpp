@@ -8,15 +8,6 @@
 #include "deepflow/ops/ops.h"
 
 namespace deepflow::keras::layers {
-namespace {
-
-Config initializer_config(const InitializerPtr& init, const char* fallback) {
-  return init ? initializers::serialize(*init) : Config{{"class_name", fallback}, {"config", Config::object()}};
-}
-Config regularizer_config(const RegularizerPtr& r) { return r ? regularizers::serialize(*r) : Config(nullptr); }
-
-}  // namespace
-
 // --- InputLayer ---
 
 InputLayerImpl::InputLayerImpl(Shape shape, DType dtype, std::string name)
@@ -69,10 +60,10 @@ Config DenseImpl::get_config() const {
   c["units"] = units_;
   c["activation"] = options_.activation.empty() ? "linear" : options_.activation;
   c["use_bias"] = options_.use_bias;
-  c["kernel_initializer"] = initializer_config(options_.kernel_initializer, "GlorotUniform");
-  c["bias_initializer"] = initializer_config(options_.bias_initializer, "Zeros");
-  c["kernel_regularizer"] = regularizer_config(options_.kernel_regularizer);
-  c["bias_regularizer"] = regularizer_config(options_.bias_regularizer);
+  c["kernel_initializer"] = initializers::serialize(options_.kernel_initializer, "GlorotUniform");
+  c["bias_initializer"] = initializers::serialize(options_.bias_initializer, "Zeros");
+  c["kernel_regularizer"] = regularizers::serialize(options_.kernel_regularizer);
+  c["bias_regularizer"] = regularizers::serialize(options_.bias_regularizer);
   return c;
 }
 

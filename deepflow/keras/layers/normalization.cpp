@@ -12,11 +12,6 @@
 namespace deepflow::keras::layers {
 namespace {
 
-Config initializer_config(const InitializerPtr& init, const char* fallback) {
-  return init ? initializers::serialize(*init) : Config{{"class_name", fallback}, {"config", Config::object()}};
-}
-Config regularizer_config(const RegularizerPtr& r) { return r ? regularizers::serialize(*r) : Config(nullptr); }
-
 bool is_narrow(DType dt) { return dt == DType::Float16 || dt == DType::BFloat16; }
 Tensor cast_to(const Tensor& t, DType dt) { return t.dtype() == dt ? t : cast(t, dt); }
 
@@ -131,12 +126,12 @@ Config BatchNormalizationImpl::get_config() const {
   c["epsilon"] = options_.epsilon;
   c["center"] = options_.center;
   c["scale"] = options_.scale;
-  c["beta_initializer"] = initializer_config(options_.beta_initializer, "Zeros");
-  c["gamma_initializer"] = initializer_config(options_.gamma_initializer, "Ones");
-  c["moving_mean_initializer"] = initializer_config(options_.moving_mean_initializer, "Zeros");
-  c["moving_variance_initializer"] = initializer_config(options_.moving_variance_initializer, "Ones");
-  c["beta_regularizer"] = regularizer_config(options_.beta_regularizer);
-  c["gamma_regularizer"] = regularizer_config(options_.gamma_regularizer);
+  c["beta_initializer"] = initializers::serialize(options_.beta_initializer, "Zeros");
+  c["gamma_initializer"] = initializers::serialize(options_.gamma_initializer, "Ones");
+  c["moving_mean_initializer"] = initializers::serialize(options_.moving_mean_initializer, "Zeros");
+  c["moving_variance_initializer"] = initializers::serialize(options_.moving_variance_initializer, "Ones");
+  c["beta_regularizer"] = regularizers::serialize(options_.beta_regularizer);
+  c["gamma_regularizer"] = regularizers::serialize(options_.gamma_regularizer);
   return c;
 }
 
@@ -215,10 +210,10 @@ Config LayerNormalizationImpl::get_config() const {
   c["epsilon"] = options_.epsilon;
   c["center"] = options_.center;
   c["scale"] = options_.scale;
-  c["beta_initializer"] = initializer_config(options_.beta_initializer, "Zeros");
-  c["gamma_initializer"] = initializer_config(options_.gamma_initializer, "Ones");
-  c["beta_regularizer"] = regularizer_config(options_.beta_regularizer);
-  c["gamma_regularizer"] = regularizer_config(options_.gamma_regularizer);
+  c["beta_initializer"] = initializers::serialize(options_.beta_initializer, "Zeros");
+  c["gamma_initializer"] = initializers::serialize(options_.gamma_initializer, "Ones");
+  c["beta_regularizer"] = regularizers::serialize(options_.beta_regularizer);
+  c["gamma_regularizer"] = regularizers::serialize(options_.gamma_regularizer);
   return c;
 }
 

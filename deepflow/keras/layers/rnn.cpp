@@ -10,10 +10,6 @@
 namespace deepflow::keras::layers {
 namespace {
 
-Config initializer_config(const InitializerPtr& init, const char* fallback) {
-  return init ? initializers::serialize(*init) : Config{{"class_name", fallback}, {"config", Config::object()}};
-}
-Config regularizer_config(const RegularizerPtr& r) { return r ? regularizers::serialize(*r) : Config(nullptr); }
 std::string activation_name(const std::string& a) { return a.empty() ? "linear" : a; }
 
 // Keras's unit_forget_bias: [base(units), ones(units), base(2 units)] for the gates i, f, c, o.
@@ -176,12 +172,12 @@ Config SimpleRNNImpl::get_config() const {
   Config c = RecurrentLayer::get_config();
   c["activation"] = activation_name(options_.activation);
   c["use_bias"] = options_.use_bias;
-  c["kernel_initializer"] = initializer_config(options_.kernel_initializer, "GlorotUniform");
-  c["recurrent_initializer"] = initializer_config(options_.recurrent_initializer, "Orthogonal");
-  c["bias_initializer"] = initializer_config(options_.bias_initializer, "Zeros");
-  c["kernel_regularizer"] = regularizer_config(options_.kernel_regularizer);
-  c["recurrent_regularizer"] = regularizer_config(options_.recurrent_regularizer);
-  c["bias_regularizer"] = regularizer_config(options_.bias_regularizer);
+  c["kernel_initializer"] = initializers::serialize(options_.kernel_initializer, "GlorotUniform");
+  c["recurrent_initializer"] = initializers::serialize(options_.recurrent_initializer, "Orthogonal");
+  c["bias_initializer"] = initializers::serialize(options_.bias_initializer, "Zeros");
+  c["kernel_regularizer"] = regularizers::serialize(options_.kernel_regularizer);
+  c["recurrent_regularizer"] = regularizers::serialize(options_.recurrent_regularizer);
+  c["bias_regularizer"] = regularizers::serialize(options_.bias_regularizer);
   return c;
 }
 
@@ -233,13 +229,13 @@ Config LSTMImpl::get_config() const {
   c["activation"] = activation_name(options_.activation);
   c["recurrent_activation"] = activation_name(options_.recurrent_activation);
   c["use_bias"] = options_.use_bias;
-  c["kernel_initializer"] = initializer_config(options_.kernel_initializer, "GlorotUniform");
-  c["recurrent_initializer"] = initializer_config(options_.recurrent_initializer, "Orthogonal");
-  c["bias_initializer"] = initializer_config(options_.bias_initializer, "Zeros");
+  c["kernel_initializer"] = initializers::serialize(options_.kernel_initializer, "GlorotUniform");
+  c["recurrent_initializer"] = initializers::serialize(options_.recurrent_initializer, "Orthogonal");
+  c["bias_initializer"] = initializers::serialize(options_.bias_initializer, "Zeros");
   c["unit_forget_bias"] = options_.unit_forget_bias;
-  c["kernel_regularizer"] = regularizer_config(options_.kernel_regularizer);
-  c["recurrent_regularizer"] = regularizer_config(options_.recurrent_regularizer);
-  c["bias_regularizer"] = regularizer_config(options_.bias_regularizer);
+  c["kernel_regularizer"] = regularizers::serialize(options_.kernel_regularizer);
+  c["recurrent_regularizer"] = regularizers::serialize(options_.recurrent_regularizer);
+  c["bias_regularizer"] = regularizers::serialize(options_.bias_regularizer);
   return c;
 }
 
@@ -304,12 +300,12 @@ Config GRUImpl::get_config() const {
   c["activation"] = activation_name(options_.activation);
   c["recurrent_activation"] = activation_name(options_.recurrent_activation);
   c["use_bias"] = options_.use_bias;
-  c["kernel_initializer"] = initializer_config(options_.kernel_initializer, "GlorotUniform");
-  c["recurrent_initializer"] = initializer_config(options_.recurrent_initializer, "Orthogonal");
-  c["bias_initializer"] = initializer_config(options_.bias_initializer, "Zeros");
-  c["kernel_regularizer"] = regularizer_config(options_.kernel_regularizer);
-  c["recurrent_regularizer"] = regularizer_config(options_.recurrent_regularizer);
-  c["bias_regularizer"] = regularizer_config(options_.bias_regularizer);
+  c["kernel_initializer"] = initializers::serialize(options_.kernel_initializer, "GlorotUniform");
+  c["recurrent_initializer"] = initializers::serialize(options_.recurrent_initializer, "Orthogonal");
+  c["bias_initializer"] = initializers::serialize(options_.bias_initializer, "Zeros");
+  c["kernel_regularizer"] = regularizers::serialize(options_.kernel_regularizer);
+  c["recurrent_regularizer"] = regularizers::serialize(options_.recurrent_regularizer);
+  c["bias_regularizer"] = regularizers::serialize(options_.bias_regularizer);
   c["reset_after"] = options_.reset_after;
   return c;
 }
