@@ -22,6 +22,7 @@
 
 #include "deepflow/core/parallel.h"
 #include "deepflow/deepflow.h"
+#include "deepflow/ops/conv.h"
 #include "bench_util.h"
 
 namespace deepflow {
@@ -224,6 +225,19 @@ void bm_reduce_sum(benchmark::State& state) {
   set_rate(state, "GB", 4.0 * double(k16M));
 }
 
+// --- max_pool gradient: the LeNet first pool, x [64,28,28,32], 2x2 stride 2 VALID; GB/s
+//     counts reading x and dy and writing dx ---
+
+void bm_max_pool_grad(benchmark::State& state) {
+  Tensor x = uniform({64, 28, 28, 32}, DType::Float32, -1, 1, 17);
+  Tensor y = max_pool2d(x, {2, 2}, {2, 2}, "VALID");
+  Tensor dy = uniform(y.shape(), DType::Float32, -1, 1, 18);
+  auto run = [&] { return max_pool_grad(x, y, dy, {2, 2}, {2, 2}, "VALID"); };
+  if (!warm_up(state, [&] { run(); })) return;
+  for (auto _ : state) benchmark::DoNotOptimize(run());
+  set_rate(state, "GB", 4.0 * double(2 * x.size() + dy.size()));
+}
+
 // --- softmax: logits [256, 1000] along the last axis; GB/s counts one read and one write ---
 
 void bm_softmax(benchmark::State& state) {
@@ -306,6 +320,8 @@ void register_all() {
   benchmark::RegisterBenchmark("add_vs_copy_16M", bm_add_vs_copy)->UseRealTime()->Unit(kMillisecond);
   benchmark::RegisterBenchmark("relu_16M", bm_relu)->UseRealTime()->Unit(kMillisecond);
   benchmark::RegisterBenchmark("reduce_sum_16M", bm_reduce_sum)->UseRealTime()->Unit(kMillisecond);
+  benchmark::RegisterBenchmark("max_pool_grad_64x28x28x32_2x2", bm_max_pool_grad)
+      ->UseRealTime()->Unit(kMicrosecond);
   benchmark::RegisterBenchmark("softmax_256x1000", bm_softmax)->UseRealTime()->Unit(kMicrosecond);
   benchmark::RegisterBenchmark("dispatch_add_8", bm_dispatch_add)->UseRealTime()->Unit(kNanosecond);
   benchmark::RegisterBenchmark("dispatch_add_8_tape", bm_dispatch_add_tape)->UseRealTime()->Unit(kNanosecond);

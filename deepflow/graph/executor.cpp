@@ -40,7 +40,7 @@ bool is_elementwise_float(OpId op) {
     case OpId::Expm1: case OpId::Sqrt: case OpId::Rsqrt: case OpId::Square: case OpId::Sin: case OpId::Cos:
     case OpId::Tanh: case OpId::Sigmoid: case OpId::Relu: case OpId::Erf: case OpId::Floor: case OpId::Ceil:
     case OpId::Round: case OpId::Add: case OpId::Sub: case OpId::Mul: case OpId::Div: case OpId::Pow:
-    case OpId::Maximum: case OpId::Minimum:
+    case OpId::Maximum: case OpId::Minimum: case OpId::ReluGrad:
       return true;
     default:
       return false;

@@ -29,30 +29,44 @@ void infer_logical(const OpCall& c, TypeList& out) {
 const Tensor& A(const OpCall& c) { return c.in(0); }
 const Tensor& B(const OpCall& c) { return c.in(1); }
 
+// The gradient for operand x of a broadcasting op: g itself when x's static shape alone
+// fixes the output's (the other operand broadcasts into x: a [n] bias added to a [?,n]
+// product), so no run-time sum_to_like keeps x alive (which would stop matmul + bias +
+// activation fusion in graphs with an unknown batch dim); else sum_to(g, x).
+Tensor grad_to(const Tensor& g, const Tensor& x, const Tensor& other) {
+  const Shape &xs = x.shape(), &os = other.shape();
+  bool fixed = xs.rank() >= os.rank() && g.shape().rank() == xs.rank();
+  for (int i = 1; fixed && i <= os.rank(); ++i) {
+    const int64_t a = xs[xs.rank() - i], b = os[os.rank() - i];
+    fixed = b == 1 || (a >= 0 && a != 1);
+  }
+  return fixed ? g : sum_to(g, x);
+}
+
 }  // namespace
 
 // --- add ---
 DF_DEFINE_OP(Add, {.num_inputs = 2, .infer = infer_arith, .vjp = [](const OpCall& c, const TensorList& g) {
-  return TensorList{sum_to(g[0], A(c)), sum_to(g[0], B(c))};
+  return TensorList{grad_to(g[0], A(c), B(c)), grad_to(g[0], B(c), A(c))};
 }});
 Tensor add(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Add, {a, b}); }
 
 // --- sub ---
 DF_DEFINE_OP(Sub, {.num_inputs = 2, .infer = infer_arith, .vjp = [](const OpCall& c, const TensorList& g) {
-  return TensorList{sum_to(g[0], A(c)), sum_to(neg(g[0]), B(c))};
+  return TensorList{grad_to(g[0], A(c), B(c)), grad_to(neg(g[0]), B(c), A(c))};
 }});
 Tensor sub(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Sub, {a, b}); }
 
 // --- mul ---
 DF_DEFINE_OP(Mul, {.num_inputs = 2, .infer = infer_arith, .vjp = [](const OpCall& c, const TensorList& g) {
-  return TensorList{sum_to(mul(g[0], B(c)), A(c)), sum_to(mul(g[0], A(c)), B(c))};
+  return TensorList{grad_to(mul(g[0], B(c)), A(c), B(c)), grad_to(mul(g[0], A(c)), B(c), A(c))};
 }});
 Tensor mul(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Mul, {a, b}); }
 
 // --- div --- (integers truncate toward zero; integer division by zero is an error)
 DF_DEFINE_OP(Div, {.num_inputs = 2, .infer = infer_arith, .vjp = [](const OpCall& c, const TensorList& g) {
   Tensor ga = div(g[0], B(c));
-  return TensorList{sum_to(ga, A(c)), sum_to(neg(mul(ga, c.out(0))), B(c))};
+  return TensorList{grad_to(ga, A(c), B(c)), grad_to(neg(mul(ga, c.out(0))), B(c), A(c))};
 }});
 Tensor div(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Div, {a, b}); }
 
@@ -63,7 +77,7 @@ DF_DEFINE_OP(Pow, {.num_inputs = 2, .infer = infer_arith, .vjp = [](const OpCall
   Tensor zero = scalar_like(a, 0);
   Tensor safe_log = where(greater(a, zero), log(where(greater(a, zero), a, scalar_like(a, 1))), zero);
   Tensor gb = mul(g[0], mul(c.out(0), safe_log));
-  return TensorList{sum_to(ga, a), sum_to(gb, b)};
+  return TensorList{grad_to(ga, a, b), grad_to(gb, b, a)};
 }});
 Tensor pow(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Pow, {a, b}); }
 
@@ -71,7 +85,8 @@ Tensor pow(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Pow, {a, b
 DF_DEFINE_OP(Maximum, {.num_inputs = 2, .infer = infer_arith, .vjp = [](const OpCall& c, const TensorList& g) {
   Tensor mask = greater_equal(A(c), B(c));
   Tensor zero = scalar_like(g[0], 0);
-  return TensorList{sum_to(where(mask, g[0], zero), A(c)), sum_to(where(mask, zero, g[0]), B(c))};
+  return TensorList{grad_to(where(mask, g[0], zero), A(c), B(c)),
+                    grad_to(where(mask, zero, g[0]), B(c), A(c))};
 }});
 Tensor maximum(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Maximum, {a, b}); }
 
@@ -79,7 +94,8 @@ Tensor maximum(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Maximu
 DF_DEFINE_OP(Minimum, {.num_inputs = 2, .infer = infer_arith, .vjp = [](const OpCall& c, const TensorList& g) {
   Tensor mask = less_equal(A(c), B(c));
   Tensor zero = scalar_like(g[0], 0);
-  return TensorList{sum_to(where(mask, g[0], zero), A(c)), sum_to(where(mask, zero, g[0]), B(c))};
+  return TensorList{grad_to(where(mask, g[0], zero), A(c), B(c)),
+                    grad_to(where(mask, zero, g[0]), B(c), A(c))};
 }});
 Tensor minimum(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Minimum, {a, b}); }
 

@@ -14,6 +14,7 @@
   X(Square, "square") X(Sin, "sin") X(Cos, "cos") X(Tanh, "tanh")                       \
   X(Sigmoid, "sigmoid") X(Relu, "relu") X(Erf, "erf") X(Floor, "floor")                 \
   X(Ceil, "ceil") X(Round, "round") X(LogicalNot, "logical_not")                        \
+  X(ReluGrad, "relu_grad")                                                              \
   /* binary elementwise with broadcasting, and select: ops/binary.cpp */                \
   X(Add, "add") X(Sub, "sub") X(Mul, "mul") X(Div, "div") X(Pow, "pow")                 \
   X(Maximum, "maximum") X(Minimum, "minimum") X(Equal, "equal")                         \

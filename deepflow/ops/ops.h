@@ -52,6 +52,10 @@ Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 /// max(x, 0); the gradient at 0 is 0.
 Tensor relu(const Tensor& x);
+/// relu's gradient from its output (tf.raw_ops.ReluGrad): gradients * (features > 0),
+/// where features = relu(x); both of one shape and dtype. A product as in TensorFlow, so
+/// a non-finite gradient where features <= 0 gives NaN, and a NaN feature gives 0 * g.
+Tensor relu_grad(const Tensor& gradients, const Tensor& features);
 Tensor erf(const Tensor& x);
 Tensor floor(const Tensor& x);
 Tensor ceil(const Tensor& x);

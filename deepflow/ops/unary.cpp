@@ -131,10 +131,32 @@ DF_DEFINE_OP(Sigmoid, {.infer = infer_float, .vjp = [](const OpCall& c, const Te
 Tensor sigmoid(const Tensor& x) { return dispatch1(OpId::Sigmoid, {x}); }
 
 // --- relu --- relu'(0) = 0, as in TensorFlow; NaN propagates (max(x, 0) in Eigen's order).
+// The gradient reads the output, as TensorFlow's does: the pre-activation need not stay
+// alive, so matmul + bias + relu can fuse in traced training steps.
 DF_DEFINE_OP(Relu, {.infer = infer_numeric, .vjp = [](const OpCall& c, const TensorList& g) {
-  return TensorList{where(greater(X(c), scalar_like(X(c), 0)), g[0], scalar_like(g[0], 0))};
+  return TensorList{relu_grad(g[0], Y(c))};
 }});
 Tensor relu(const Tensor& x) { return dispatch1(OpId::Relu, {x}); }
+
+// --- relu_grad --- gradients, features (relu's output) of one shape -> gradients *
+// (features > 0), tf.raw_ops.ReluGrad. Linear in the gradients; the features get a zero
+// gradient (TensorFlow's ReluGradGrad).
+DF_DEFINE_OP(ReluGrad, {.num_inputs = 2, .infer = [](const OpCall& c, TypeList& out) {
+  const Tensor &g = c.in(0), &y = c.in(1);
+  DF_CHECK(g.dtype() != DType::Bool, "[", c.name(), "] expects a numeric dtype for gradients, got bool");
+  detail::check_same_dtype(c, g, y);
+  DF_CHECK(g.shape().compatible_with(y.shape()), "[", c.name(), "] gradients ", g.shape(), " and features ",
+           y.shape(), " must have the same shape");
+  Shape s = g.shape();
+  for (int i = 0; i < s.rank(); ++i)
+    if (s[i] < 0) s[i] = y.shape()[i];
+  out.push_back({g.dtype(), s});
+}, .vjp = [](const OpCall& c, const TensorList& g) {
+  return TensorList{relu_grad(g[0], c.in(1)), zeros_like(c.in(1))};
+}});
+Tensor relu_grad(const Tensor& gradients, const Tensor& features) {
+  return dispatch1(OpId::ReluGrad, {gradients, features});
+}
 
 // --- erf --- d = g * 2/sqrt(pi) * exp(-x^2)
 DF_DEFINE_OP(Erf, {.infer = infer_float, .vjp = [](const OpCall& c, const TensorList& g) {

@@ -23,6 +23,13 @@ Attrs pool(Ints ksize, Ints strides, const char* padding) {
   return {{"ksize", ksize}, {"strides", strides}, {"padding", std::string(padding)}};
 }
 
+// Values from {-1, 0, 1}: many windows hold tied maxima, which pins the tie rule.
+Tensor ties(Shape s) {
+  std::vector<double> v(size_t(s.num_elements()));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = double(int64_t(i * 7 % 3)) - 1;
+  return f64(v, s);
+}
+
 }  // namespace
 
 DF_OP_CASES(conv) {
@@ -127,6 +134,23 @@ DF_OP_CASES(conv) {
        .gradcheck = false},
       {.name = "max_pool_grad/large", .op = "max_pool_grad",
        .inputs = {in({2, 16, 16, 32}), in({2, 8, 8, 32}), in({2, 8, 8, 32})}, .attrs = pool({3, 3}, {2, 2}, "SAME"),
+       .gradcheck = false},
+      // The cpu kernel's disjoint-window path (stride >= window): leftover rows and cols, a
+      // stride past the window, SAME padding; then ties in both paths.
+      {.name = "max_pool_grad/valid-leftover", .op = "max_pool_grad",
+       .inputs = {in({2, 7, 9, 5}), in({2, 3, 4, 5}), in({2, 3, 4, 5})}, .attrs = pool({2, 2}, {2, 2}, "VALID"),
+       .gradcheck = false},
+      {.name = "max_pool_grad/stride-past-window", .op = "max_pool_grad",
+       .inputs = {in({1, 8, 7, 3}), in({1, 3, 4, 3}), in({1, 3, 4, 3})}, .attrs = pool({2, 1}, {3, 2}, "VALID"),
+       .gradcheck = false},
+      {.name = "max_pool_grad/same-disjoint", .op = "max_pool_grad",
+       .inputs = {in({2, 5, 7, 130}), in({2, 2, 3, 130}), in({2, 2, 3, 130})}, .attrs = pool({3, 3}, {3, 3}, "SAME"),
+       .gradcheck = false},
+      {.name = "max_pool_grad/ties-disjoint", .op = "max_pool_grad",
+       .inputs = {in_fixed(ties({2, 6, 6, 4})), in({2, 3, 3, 4}), in({2, 3, 3, 4})}, .attrs = pool({2, 2}, {2, 2}, "VALID"),
+       .gradcheck = false},
+      {.name = "max_pool_grad/ties-overlap", .op = "max_pool_grad",
+       .inputs = {in_fixed(ties({2, 6, 6, 4})), in({2, 3, 3, 4}), in({2, 3, 3, 4})}, .attrs = pool({3, 3}, {2, 2}, "SAME"),
        .gradcheck = false},
       {.name = "max_pool_grad/mismatch", .op = "max_pool_grad",
        .inputs = {in({1, 5, 5, 2}), in({1, 3, 3, 2}), in({1, 2, 3, 2})}, .attrs = pool({3, 3}, {2, 2}, "SAME"),

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Op-table rows of the unary family (ops/unary.cpp, ops/cast.cpp, ops/activation.cpp).
+#include <cmath>
+
 #include "op_cases.h"
 
 namespace deepflow::testing {
@@ -42,6 +44,13 @@ DF_OP_CASES(unary) {
       {.name = "sigmoid/large", .op = "sigmoid", .inputs = {in({70001}, -100, 100)}, .gradcheck = false},
       {.name = "relu", .op = "relu", .inputs = {in_away({4, 5}, 0.05)}, .dtypes = all_float},
       {.name = "relu/int32", .op = "relu", .inputs = {in_int({9}, -5, 5, DType::Int32)}, .dtypes = f32, .gradcheck = false},
+      {.name = "relu_grad", .op = "relu_grad", .inputs = {in({4, 5}), in_away({4, 5}, 0.05)}, .dtypes = all_float},
+      {.name = "relu_grad/large", .op = "relu_grad", .inputs = {in({70001}), in({70001})}, .gradcheck = false},
+      // Features at and around the kink, -0 and NaN (all give g * 0 but the positive one).
+      {.name = "relu_grad/kink", .op = "relu_grad", .inputs = {in({6}), in_fixed(f64({-1, 0, -0.0, 1e-30, NAN, 3}, {6}))},
+       .dtypes = all_float, .gradcheck = false},
+      {.name = "relu_grad/int32", .op = "relu_grad",
+       .inputs = {in_int({9}, -5, 5, DType::Int32), in_int({9}, -5, 5, DType::Int32)}, .dtypes = f32, .gradcheck = false},
       {.name = "erf", .op = "erf", .inputs = {in({4, 5}, -3, 3)}, .dtypes = all_float},
       {.name = "floor", .op = "floor", .inputs = {in({4, 5}, -5, 5)}, .dtypes = all_float},
       {.name = "ceil", .op = "ceil", .inputs = {in({4, 5}, -5, 5)}, .dtypes = all_float},
@@ -55,6 +64,10 @@ DF_OP_CASES(unary) {
       {.name = "sigmoid/int", .op = "sigmoid", .inputs = {in_int({3}, 1, 5)}, .error = "[sigmoid] expects a floating dtype"},
       {.name = "neg/bool", .op = "neg", .inputs = {in_bool({3})}, .error = "[neg] expects a floating or signed integer dtype"},
       {.name = "neg/uint8", .op = "neg", .inputs = {in_int({3}, 0, 5, DType::UInt8)}, .error = "got uint8"},
+      {.name = "relu_grad/shape", .op = "relu_grad", .inputs = {in({2, 3}), in({3, 2})},
+       .error = "[relu_grad] gradients [2,3] and features [3,2] must have the same shape"},
+      {.name = "relu_grad/dtype", .op = "relu_grad", .inputs = {in({3}), in_int({3}, 0, 5, DType::Int32)},
+       .error = "[relu_grad] dtypes differ"},
       {.name = "relu/bool", .op = "relu", .inputs = {in_bool({3})}, .error = "[relu] expects a numeric dtype for x, got bool"},
       {.name = "logical_not/float", .op = "logical_not", .inputs = {in({3})},
        .error = "[logical_not] expects bool for x, got float32"},

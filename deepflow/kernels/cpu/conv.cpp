@@ -9,9 +9,14 @@
 // place, so reordered weights are not kept across calls). Primitives are cached
 // by geometry and dtype in a small LRU; a call oneDNN cannot implement (float64,
 // float16 without hardware support, empty tensors) falls back to the next kernel.
+#include <bit>
+#include <cstdint>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "deepflow/core/parallel.h"
 #include "deepflow/kernels/cpu/onednn_util.h"
@@ -242,53 +247,145 @@ void onednn_pool(const OpCall& c, TensorList& out) {
   thread_stream().wait();
 }
 
-// --- max_pool_grad --- x [n,h,w,c], dy [n,oh,ow,c] -> dx. Direct: per (image, channel
-// block), scan each window's cells in row-major order keeping the first maximum (strict >,
-// the reference's rule), with channels innermost so NHWC rows are read contiguously.
+// --- max_pool_grad --- x [n,h,w,c], dy [n,oh,ow,c] -> dx [n,h,w,c]. Each window's
+// gradient goes to its first maximum in row-major scan order (strict >, the reference's
+// rule, so a NaN wins only as the first cell). Channels are innermost and vectorized: a
+// branch-free scan keeps (best value, cell number) per channel, and dx is written with a
+// select per cell instead of a scatter.
+// Selects are integer masks: GCC does not if-convert two float selects in a row without
+// -fno-trapping-math, and masked stores in a branchy loop cost 5x the plain loop.
+constexpr int64_t kPoolChanBlock = 128;
+template <class T> using PoolBits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+template <class T> PoolBits<T> bits_of(T v) { return std::bit_cast<PoolBits<T>>(v); }
+template <class T> PoolBits<T> mask_of(bool b) { return PoolBits<T>(0) - PoolBits<T>(b); }
+
+// The first maximum over the window rows [h0, h1) x cols [w0, w1) of image n, channels
+// [c0, c0 + nc): arg[k] = the cell's number in scan order.
 template <class T>
-void max_pool_grad_block(const ConvGeometry& g, const T* x, const T* dy, T* dx, int64_t n, int64_t c0, int64_t c1) {
-  constexpr int64_t kBlock = 64;
-  T best[kBlock];
-  int64_t where[kBlock];
-  const int64_t nc = c1 - c0;
-  for (int64_t ih = 0; ih < g.h; ++ih)
-    for (int64_t iw = 0; iw < g.w; ++iw)
-      for (int64_t k = 0; k < nc; ++k) dx[((n * g.h + ih) * g.w + iw) * g.ci + c0 + k] = T(0);
+void window_argmax(const ConvGeometry& g, const T* x, int64_t n, int64_t h0, int64_t h1, int64_t w0, int64_t w1,
+                   int64_t c0, int64_t nc, PoolBits<T>* arg) {
+  using B = PoolBits<T>;
+  B best[kPoolChanBlock];
+  B j = 0;
+  for (int64_t ih = h0; ih < h1; ++ih)
+    for (int64_t iw = w0; iw < w1; ++iw, ++j) {
+      const T* p = x + ((n * g.h + ih) * g.w + iw) * g.ci + c0;
+      if (j == 0) {
+#pragma omp simd
+        for (int64_t k = 0; k < nc; ++k) {
+          best[k] = bits_of(p[k]);
+          arg[k] = 0;
+        }
+        continue;
+      }
+#pragma omp simd
+      for (int64_t k = 0; k < nc; ++k) {
+        const B m = mask_of<T>(p[k] > std::bit_cast<T>(best[k]));
+        best[k] = (best[k] & ~m) | (bits_of(p[k]) & m);
+        arg[k] = (arg[k] & ~m) | (j & m);
+      }
+    }
+}
+
+// The input rows (or cols) that output row o owns when windows do not overlap: bands of
+// `s` cells that tile [0, size), the first from 0 and the last to the end, so cells no
+// window covers (stride > window, VALID leftovers) are written too (as zeros).
+std::pair<int64_t, int64_t> band(int64_t o, int64_t count, int64_t s, int64_t pad, int64_t size) {
+  return {o == 0 ? 0 : std::min(o * s - pad, size), o == count - 1 ? size : std::min((o + 1) * s - pad, size)};
+}
+
+// stride >= window: every input cell is in at most one window, so dx is written exactly
+// once, with no zeroing pass and no accumulation (the copy of dy is exact, as the
+// reference's double sum of one term). Task = (image, output row).
+template <class T>
+void max_pool_grad_disjoint(const ConvGeometry& g, const T* x, const T* dy, T* dx, int64_t n, int64_t oh) {
+  const auto [r0, r1] = band(oh, g.oh, g.sh, g.pad_top, g.h);
+  const int64_t h0 = std::max<int64_t>(oh * g.sh - g.pad_top, 0), h1 = std::min(oh * g.sh - g.pad_top + g.kh, g.h);
+  for (int64_t ih = r0; ih < r1; ++ih)
+    if (ih < h0 || ih >= h1) std::fill_n(dx + (n * g.h + ih) * g.w * g.ci, g.w * g.ci, T(0));
+  PoolBits<T> arg[kPoolChanBlock];
+  for (int64_t ow = 0; ow < g.ow; ++ow) {
+    const auto [q0, q1] = band(ow, g.ow, g.sw, g.pad_left, g.w);
+    const int64_t w0 = std::max<int64_t>(ow * g.sw - g.pad_left, 0), w1 = std::min(ow * g.sw - g.pad_left + g.kw, g.w);
+    for (int64_t c0 = 0; c0 < g.ci; c0 += kPoolChanBlock) {
+      const int64_t nc = std::min(kPoolChanBlock, g.ci - c0);
+      window_argmax(g, x, n, h0, h1, w0, w1, c0, nc, arg);
+      const T* gy = dy + ((n * g.oh + oh) * g.ow + ow) * g.co + c0;
+      for (int64_t ih = h0; ih < h1; ++ih)
+        for (int64_t iw = q0; iw < q1; ++iw) {
+          T* d = dx + ((n * g.h + ih) * g.w + iw) * g.ci + c0;
+          if (iw < w0 || iw >= w1) {
+            std::fill_n(d, nc, T(0));
+            continue;
+          }
+          const auto j = PoolBits<T>((ih - h0) * (w1 - w0) + (iw - w0));
+          // dy + 0 turns -0 into +0, as the reference's 0.0 + dy does.
+#pragma omp simd
+          for (int64_t k = 0; k < nc; ++k) d[k] = std::bit_cast<T>(bits_of(T(gy[k] + T(0))) & mask_of<T>(arg[k] == j));
+        }
+    }
+  }
+}
+
+// Overlapping windows: a cell may collect several gradients, summed in double in window
+// order as the reference does, so the result is bit-identical. Adding a masked +0.0 to
+// every cell of the window keeps the loop vectorized and changes no sum (the sums start
+// at +0.0 and never become -0.0). Task = (image, channel block).
+template <class T>
+void max_pool_grad_overlap(const ConvGeometry& g, const T* x, const T* dy, T* dx, int64_t n, int64_t c0,
+                           std::vector<double>& acc) {
+  const int64_t nc = std::min(kPoolChanBlock, g.ci - c0);
+  acc.assign(size_t(g.h * g.w * nc), 0.0);
+  PoolBits<T> arg[kPoolChanBlock];
   for (int64_t oh = 0; oh < g.oh; ++oh) {
     const int64_t h0 = std::max<int64_t>(oh * g.sh - g.pad_top, 0), h1 = std::min(oh * g.sh - g.pad_top + g.kh, g.h);
     for (int64_t ow = 0; ow < g.ow; ++ow) {
-      const int64_t w0 = std::max<int64_t>(ow * g.sw - g.pad_left, 0), w1 = std::min(ow * g.sw - g.pad_left + g.kw, g.w);
-      bool first = true;
-      for (int64_t ih = h0; ih < h1; ++ih)
-        for (int64_t iw = w0; iw < w1; ++iw) {
-          const int64_t off = ((n * g.h + ih) * g.w + iw) * g.ci + c0;
-          for (int64_t k = 0; k < nc; ++k)
-            if (first || x[off + k] > best[k]) {
-              best[k] = x[off + k];
-              where[k] = off + k;
-            }
-          first = false;
-        }
+      const int64_t w0 = std::max<int64_t>(ow * g.sw - g.pad_left, 0),
+                    w1 = std::min(ow * g.sw - g.pad_left + g.kw, g.w);
+      if (h0 >= h1 || w0 >= w1) continue;
+      window_argmax(g, x, n, h0, h1, w0, w1, c0, nc, arg);
       const T* gy = dy + ((n * g.oh + oh) * g.ow + ow) * g.co + c0;
-      if (!first)
-        for (int64_t k = 0; k < nc; ++k) dx[where[k]] += gy[k];
+      PoolBits<T> j = 0;
+      for (int64_t ih = h0; ih < h1; ++ih)
+        for (int64_t iw = w0; iw < w1; ++iw, ++j) {
+          double* a = acc.data() + (ih * g.w + iw) * nc;
+#pragma omp simd
+          for (int64_t k = 0; k < nc; ++k)
+            a[k] += std::bit_cast<double>(bits_of(double(gy[k])) & mask_of<double>(arg[k] == j));
+        }
     }
+  }
+  for (int64_t i = 0; i < g.h * g.w; ++i) {
+    T* d = dx + (n * g.h * g.w + i) * g.ci + c0;
+    const double* a = acc.data() + i * nc;
+#pragma omp simd
+    for (int64_t k = 0; k < nc; ++k) d[k] = T(a[k]);
   }
 }
 
 void cpu_max_pool_grad(const OpCall& c, TensorList& out) {
   const ConvGeometry g = detail::pool_geometry(c.in(0).shape(), c.attr_ints("ksize"), c.attr_ints("strides"),
                                                c.attr_string("padding"));
-  const int64_t blocks = (g.ci + 63) / 64;
   auto run = [&](auto tag) {
     using T = decltype(tag);
     const T *x = c.in(0).data<T>(), *dy = c.in(2).data<T>();
     T* dx = out[0].data<T>();
-    parallel_for(g.n * blocks, 1, [&](int64_t b, int64_t e) {
-      for (int64_t t = b; t < e; ++t) {
-        const int64_t n = t / blocks, c0 = (t % blocks) * 64;
-        max_pool_grad_block(g, x, dy, dx, n, c0, std::min(c0 + 64, g.ci));
-      }
+    if (g.oh <= 0 || g.ow <= 0) {
+      std::fill_n(dx, out[0].size(), T(0));
+      return;
+    }
+    if (g.sh >= g.kh && g.sw >= g.kw) {
+      const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, g.sh * g.w * g.ci));
+      parallel_for(g.n * g.oh, grain, [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t) max_pool_grad_disjoint(g, x, dy, dx, t / g.oh, t % g.oh);
+      });
+      return;
+    }
+    const int64_t blocks = (g.ci + kPoolChanBlock - 1) / kPoolChanBlock;
+    const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, g.h * g.w * g.ci / blocks));
+    parallel_for(g.n * blocks, grain, [&](int64_t b, int64_t e) {
+      std::vector<double> acc;
+      for (int64_t t = b; t < e; ++t) max_pool_grad_overlap(g, x, dy, dx, t / blocks, (t % blocks) * kPoolChanBlock, acc);
     });
   };
   if (c.in(0).dtype() == DType::Float32) run(float());

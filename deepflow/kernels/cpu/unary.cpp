@@ -154,6 +154,47 @@ void cpu_unary(const OpCall& c, TensorList& out) {
   }
 }
 
+// --- relu_grad --- g * (y > 0) in one pass (a product, as the reference and TensorFlow:
+// a non-finite g where y <= 0 gives NaN). Reads element i of g and y before writing
+// element i (blockwise for 16-bit types), so the output may share either input's buffer.
+// The 0/1 factor is a bit mask of 1.0f: GCC leaves `float(y > 0)` a scalar branch.
+void relu_grad_f32(const float* g, const float* y, float* o, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    o[i] = g[i] * std::bit_cast<float>((0u - uint32_t(y[i] > 0.f)) & std::bit_cast<uint32_t>(1.f));
+}
+
+template <class T>
+void relu_grad_block(const T* g, const T* y, T* o, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    relu_grad_f32(g, y, o, n);
+  } else {
+    alignas(64) float bg[kBlock], by[kBlock];
+    for (int64_t b = 0; b < n; b += kBlock) {
+      const int64_t m = std::min(kBlock, n - b);
+      widen(g + b, bg, m);
+      widen(y + b, by, m);
+      relu_grad_f32(bg, by, bg, m);
+      narrow(bg, o + b, m);
+    }
+  }
+}
+
+void cpu_relu_grad(const OpCall& c, TensorList& out) {
+  auto run = [&]<class T>() {
+    const T *g = c.in(0).data<T>(), *y = c.in(1).data<T>();
+    T* o = out[0].data<T>();
+    parallel_for(out[0].size(), kParallelGrain,
+                 [&](int64_t b, int64_t e) { relu_grad_block(g + b, y + b, o + b, e - b); });
+  };
+  switch (c.in(0).dtype()) {
+    case DType::Float32: run.template operator()<float>(); break;
+    case DType::BFloat16: run.template operator()<BFloat16>(); break;
+    case DType::Float16: run.template operator()<Half>(); break;
+    default: dtype_unsupported(c.name(), c.in(0).dtype());
+  }
+}
+
 bool f32_or_16bit(const OpCall& c) {
   DType t = c.in(0).dtype();
   return t == DType::Float32 || t == DType::BFloat16 || t == DType::Float16;
@@ -184,5 +225,7 @@ DF_CPU_UNARY_(Floor);
 DF_CPU_UNARY_(Ceil);
 DF_CPU_UNARY_(Round);
 #undef DF_CPU_UNARY_
+DF_REGISTER_KERNEL(ReluGrad, {.name = "cpu:simd", .priority = kCpuPriority, .supports = f32_or_16bit,
+                              .run = cpu_relu_grad});
 
 }  // namespace deepflow

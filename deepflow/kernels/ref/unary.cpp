@@ -100,6 +100,17 @@ void ref_logical_not(const OpCall& c, TensorList& out) {
   for (int64_t i = 0, n = out[0].size(); i < n; ++i) po[i] = !px[i];
 }
 
+// --- relu_grad --- g, y of one shape -> g * (y > 0): TensorFlow's product, so g = inf or
+// NaN where y <= 0 gives NaN, and y = NaN gives g * 0.
+void ref_relu_grad(const OpCall& c, TensorList& out) {
+  DF_DISPATCH_NUMERIC(c.in(0).dtype(), c.name(), [&] {
+    using CT = compute_t<scalar_t>;
+    const scalar_t *g = c.in(0).data<scalar_t>(), *y = c.in(1).data<scalar_t>();
+    scalar_t* o = out[0].data<scalar_t>();
+    for (int64_t i = 0, n = out[0].size(); i < n; ++i) o[i] = scalar_t(CT(g[i]) * CT(CT(y[i]) > CT(0) ? 1 : 0));
+  });
+}
+
 }  // namespace
 
 DF_REGISTER_KERNEL(Neg, {.run = ref_unary<Neg, Kinds::Numeric>});
@@ -117,6 +128,7 @@ DF_REGISTER_KERNEL(Cos, {.run = ref_unary<Cos, Kinds::Float>});
 DF_REGISTER_KERNEL(Tanh, {.run = ref_unary<Tanh, Kinds::Float>});
 DF_REGISTER_KERNEL(Sigmoid, {.run = ref_unary<Sigmoid, Kinds::Float>});
 DF_REGISTER_KERNEL(Relu, {.run = ref_unary<Relu, Kinds::Numeric>});
+DF_REGISTER_KERNEL(ReluGrad, {.run = ref_relu_grad});
 DF_REGISTER_KERNEL(Erf, {.run = ref_unary<Erf, Kinds::Float>});
 DF_REGISTER_KERNEL(Floor, {.run = ref_unary<Floor, Kinds::Float>});
 DF_REGISTER_KERNEL(Ceil, {.run = ref_unary<Ceil, Kinds::Float>});
