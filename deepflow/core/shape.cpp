@@ -46,11 +46,16 @@ void Shape::resize(int rank, int64_t fill) {
 }
 
 int64_t Shape::num_elements() const {
-  int64_t n = 1;
+  // A zero dim makes the count 0 whatever the others are; check it before multiplying,
+  // so that huge dims next to a 0 (from a parsed file) cannot overflow.
+  bool zero = false;
   for (int i = 0; i < rank_; ++i) {
     if (dims_[i] < 0) return -1;
-    n *= dims_[i];
+    zero = zero || dims_[i] == 0;
   }
+  if (zero) return 0;
+  int64_t n = 1;
+  for (int i = 0; i < rank_; ++i) n *= dims_[i];
   return n;
 }
 

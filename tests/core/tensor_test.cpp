@@ -56,6 +56,12 @@ TEST(Shape, Basics) {
   EXPECT_THAT([] { Shape{2}.dim(3); }, ::testing::Throws<Error>());
 }
 
+// Found by the IDX fuzz target: huge dims next to a 0 must count 0 elements, not overflow.
+TEST(Shape, ZeroDimWinsOverHugeDims) {
+  EXPECT_EQ((Shape{16779521, 12320768, 66048, 0, 7}).num_elements(), 0);
+  EXPECT_EQ((Shape{16779521, -1, 0}).num_elements(), -1);
+}
+
 TEST(Shape, Broadcast) {
   EXPECT_EQ(broadcast_shapes("add", {2, 1, 3}, {4, 1}), Shape({2, 4, 3}));
   EXPECT_EQ(broadcast_shapes("add", {}, {5}), Shape({5}));
