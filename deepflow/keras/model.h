@@ -89,7 +89,8 @@ struct FitOptions {
   TensorList validation_x, validation_y;
   bool shuffle = true;
   int initial_epoch = 0;
-  /// Per-sample weights for the loss (optional).
+  /// Per-sample weights [samples] for the loss and the metrics (optional); with a
+  /// validation_split only the training part's weights are used.
   Tensor sample_weight;
   /// Shuffling seed (unset: the global generator).
   std::optional<int64_t> seed;
@@ -146,7 +147,9 @@ class Model : public Layer {
   Tensor predict(const Tensor& x, PredictOptions options = {}) { return predict(TensorList{x}, options)[0]; }
 
   /// One optimizer step on one batch; returns the logs (loss and metrics so far).
-  std::map<std::string, double> train_on_batch(const TensorList& x, const TensorList& y);
+  /// sample_weight (optional): one weight per sample of the batch.
+  std::map<std::string, double> train_on_batch(const TensorList& x, const TensorList& y,
+                                               const Tensor& sample_weight = Tensor());
   std::map<std::string, double> test_on_batch(const TensorList& x, const TensorList& y);
 
   /// The Keras-like table: layer (type), output shape, params; totals of trainable and

@@ -38,7 +38,7 @@ struct Model::Compiled {
   Variable loss_scale, good_steps;
   static constexpr double kInitialScale = 32768.0, kGrowthInterval = 2000.0;
   // Traced steps, made on first use (their signatures need the data's dtypes and shapes).
-  std::optional<Function> train_fn, test_fn, predict_fn;
+  std::optional<Function> train_fn, train_fn_weighted, test_fn, predict_fn;
 
   Tensor total_loss(const TensorList& ys, const TensorList& preds, const Tensor& sw) const {
     DF_CHECK(ys.size() == preds.size(), "[fit] the model has ", preds.size(), " outputs, got ", ys.size(),
@@ -191,7 +191,8 @@ void prepare(Model& m, const TensorList& xs, Optimizer* opt) {
 
 }  // namespace
 
-std::map<std::string, double> Model::train_on_batch(const TensorList& x, const TensorList& y) {
+std::map<std::string, double> Model::train_on_batch(const TensorList& x, const TensorList& y,
+                                                    const Tensor& sample_weight) {
   DF_CHECK(compiled_, "[", name(), ".train_on_batch] call compile() first");
   Compiled& c = *compiled_;
   prepare(*this, x, c.optimizer.get());
@@ -212,24 +213,32 @@ std::map<std::string, double> Model::train_on_batch(const TensorList& x, const T
     c.update_metrics(ys, preds, sw);
     return loss;
   };
-  const Tensor sw;  // sample weights: not yet
+  const bool weighted = sample_weight.defined();
+  if (weighted)
+    DF_CHECK(sample_weight.rank() == 1 && sample_weight.dim(0) == x[0].dim(0), "[", name(),
+             ".train_on_batch] sample_weight must be [", x[0].dim(0), "] (one per sample), got ", sample_weight.shape());
+  const Tensor sw = weighted ? cast(sample_weight, DType::Float32) : Tensor();
   if (c.run_eagerly) {
     step(x, y, sw);
   } else {
-    if (!c.train_fn) {
+    // One traced step without sample weights and one with (an extra [?] float32 input).
+    std::optional<Function>& fn = weighted ? c.train_fn_weighted : c.train_fn;
+    if (!fn) {
       Signature sig = batch_signature(x);
       for (const TensorType& t : batch_signature(y)) sig.push_back(t);
-      const size_t nx = x.size();
-      c.train_fn = function(
-          [step, nx](const TensorList& in) -> TensorList {
-            TensorList xs(in.begin(), in.begin() + long(nx)), ys(in.begin() + long(nx), in.end());
-            return {step(xs, ys, Tensor())};
+      if (weighted) sig.push_back({DType::Float32, Shape{-1}});
+      const size_t nx = x.size(), ny = y.size();
+      fn = function(
+          [step, nx, ny, weighted](const TensorList& in) -> TensorList {
+            TensorList xs(in.begin(), in.begin() + long(nx)), ys(in.begin() + long(nx), in.begin() + long(nx + ny));
+            return {step(xs, ys, weighted ? in.back() : Tensor())};
           },
-          FunctionOptions{.name = "train_function", .input_signature = sig});
+          FunctionOptions{.name = weighted ? "train_function_weighted" : "train_function", .input_signature = sig});
     }
     TensorList in = x;
     in.insert(in.end(), y.begin(), y.end());
-    (*c.train_fn)(in);
+    if (weighted) in.push_back(sw);
+    (*fn)(in);
   }
   return c.logs();
 }
@@ -288,7 +297,12 @@ History Model::fit(const TensorList& x, const TensorList& y, FitOptions options)
     val_y = take(y, n - n_val, n, Tensor());
     n -= n_val;
   }
-  DF_CHECK(!options.sample_weight.defined(), "[fit] sample_weight is not supported yet");
+  Tensor train_sw = options.sample_weight;
+  if (train_sw.defined()) {
+    DF_CHECK(train_sw.rank() == 1 && train_sw.dim(0) == x[0].dim(0), "[fit] sample_weight must be [", x[0].dim(0),
+             "] (one per sample), got ", train_sw.shape());
+    if (n < x[0].dim(0)) train_sw = train_sw.slice0(0, n);  // the validation split's weights are not used
+  }
   const int64_t steps = (n + options.batch_size - 1) / options.batch_size;
   std::vector<CallbackPtr> callbacks = options.callbacks;
   for (const CallbackPtr& cb : callbacks) cb->set_model(this);
@@ -312,7 +326,8 @@ History Model::fit(const TensorList& x, const TensorList& y, FitOptions options)
       if (options.shuffle)
         index = constant(std::vector<int32_t>(order.begin() + begin, order.begin() + end), Shape{end - begin});
       for (const CallbackPtr& cb : callbacks) cb->on_train_batch_begin(b, {});
-      logs = train_on_batch(take(train_x, begin, end, index), take(train_y, begin, end, index));
+      logs = train_on_batch(take(train_x, begin, end, index), take(train_y, begin, end, index),
+                            train_sw.defined() ? take({train_sw}, begin, end, index)[0] : Tensor());
       for (const CallbackPtr& cb : callbacks) cb->on_train_batch_end(b, logs);
       bar.update(b + 1, logs);
     }

@@ -203,6 +203,30 @@ TEST(MixedPrecision, Float16ScalesTheLossAndSkipsOverflowingSteps) {
     for (float v : w.to_vector<float>()) EXPECT_TRUE(std::isfinite(v));
 }
 
+// Half the labels flipped, with weight 0: the model learns the clean half only.
+TEST(Fit, SampleWeightsMaskSamples) {
+  auto [x, y] = blobs(512, 80);
+  Tensor second_half = greater_equal(arange(0, 512, 1, DType::Int32), scalar(256, DType::Int32));
+  Tensor noisy = where(second_half, scalar(1, DType::Int32) - y, y);
+  Tensor weights = where(second_half, scalar(0.0), scalar(1.0));
+  double acc[2];
+  for (int weighted = 0; weighted < 2; ++weighted) {
+    set_random_seed(6);
+    auto model = small_mlp();
+    model->compile({.optimizer = optimizers::Adam({.learning_rate = 0.02}),
+                    .loss = {losses::SparseCategoricalCrossentropy({.from_logits = true})}, .metrics = {"accuracy"}});
+    model->fit(x, noisy, {.batch_size = 32, .epochs = 6, .verbose = 0,
+                          .sample_weight = weighted ? weights : Tensor()});
+    acc[weighted] = model->evaluate(x, y, {.verbose = 0})["accuracy"];
+  }
+  EXPECT_GT(acc[1], 0.95);
+  EXPECT_LT(acc[0], acc[1] - 0.1);
+  auto model = small_mlp();
+  model->compile({.optimizer = "sgd", .loss = {"sparse_categorical_crossentropy"}});
+  EXPECT_THAT(error_of([&] { model->fit(x, y, {.verbose = 0, .sample_weight = ones({10})}); }),
+              HasSubstr("[fit] sample_weight must be [512] (one per sample), got [10]"));
+}
+
 TEST(Fit, CallbacksSeeEveryHookAndCanStop) {
   struct Counter : Callback {
     int epochs = 0, begins = 0;
