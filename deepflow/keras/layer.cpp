@@ -256,6 +256,10 @@ void Layer::track_layer(std::shared_ptr<Layer> layer) {
   sublayers_.push_back(std::move(layer));
 }
 
+void Layer::untrack_layer(const Layer* layer) {
+  std::erase_if(sublayers_, [&](const LayerPtr& l) { return l.get() == layer; });
+}
+
 void Layer::add_loss(const Tensor& loss) { call_losses_.push_back(loss); }
 
 TensorList Layer::losses() const {

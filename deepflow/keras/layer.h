@@ -118,6 +118,8 @@ class Layer : public std::enable_shared_from_this<Layer> {
     return layer;
   }
   void track_layer(std::shared_ptr<Layer> layer);
+  /// Forgets a sublayer (its weights leave this layer's); no-op when not tracked.
+  void untrack_layer(const Layer* layer);
   /// The direct sublayers, in registration order.
   const std::vector<std::shared_ptr<Layer>>& layers() const { return sublayers_; }
 

@@ -91,6 +91,12 @@ void Model::init_functional(TensorList inputs, TensorList outputs) {
   set_built();
 }
 
+void Model::reset_functional() {
+  inputs_.clear();
+  outputs_.clear();
+  nodes_.clear();
+}
+
 TensorList Model::call(const TensorList& inputs, bool training) {
   DF_CHECK(!nodes_.empty() || !inputs_.empty(), "[", name(),
            "] a subclassed model must override call(); functional models are made from keras::Input");

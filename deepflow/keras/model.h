@@ -182,6 +182,8 @@ class Model : public Layer {
  protected:
   /// For Sequential: sets the functional graph once the input shape is known.
   void init_functional(TensorList inputs, TensorList outputs);
+  /// For Sequential: drops the functional graph (before it is recorded anew).
+  void reset_functional();
 
  private:
   TensorList inputs_, outputs_;
@@ -197,7 +199,7 @@ class Sequential : public Model {
   explicit Sequential(std::vector<LayerPtr> layers = {}, std::string name = "");
   /// Appends a layer (an InputLayer only first).
   void add(LayerPtr layer);
-  /// Removes the last layer.
+  /// Removes the last layer (its weights leave the model).
   void pop();
   /// Builds the layers for inputs [batch, ...]; the batch dim is kept unknown (None).
   void build(const Shape& input_shape) override;
@@ -208,6 +210,8 @@ class Sequential : public Model {
   std::vector<LayerPtr> model_layers() const override;
 
  private:
+  /// Records the stack as a functional graph again, when its input shape is known.
+  void record();
   std::vector<LayerPtr> stack_;
 };
 

@@ -20,26 +20,39 @@ void Sequential::add(LayerPtr layer) {
   DF_CHECK(!input || stack_.empty(), "[", name(), ".add] an InputLayer can only be the first layer");
   stack_.push_back(layer);
   if (!input) track_layer(layer);
-  // With a known input, record the stack symbolically (builds the new layer now).
-  if (auto* first = dynamic_cast<layers::InputLayerImpl*>(stack_.front().get())) {
-    Tensor x = first->output();
-    for (size_t i = 1; i < stack_.size(); ++i) x = (*stack_[i])(x, false);
-    set_built();
-    if (stack_.size() > 1) init_functional({first->output()}, {x});
-  }
+  record();  // with a known input, builds the new layer now
 }
 
 void Sequential::pop() {
   DF_CHECK(!stack_.empty(), "[", name(), ".pop] the model has no layers");
+  untrack_layer(stack_.back().get());
   stack_.pop_back();
+  record();
+}
+
+void Sequential::record() {
+  Tensor in;
+  if (!stack_.empty())
+    if (auto* first = dynamic_cast<layers::InputLayerImpl*>(stack_.front().get())) in = first->output();
+  if (!in.defined() && !inputs().empty()) {
+    // Built from a shape: the batch dim stays unknown (Keras's None).
+    const Shape& s = inputs()[0].shape();
+    in = Input(Shape(std::vector<int64_t>(s.begin() + 1, s.end())), "", inputs()[0].dtype());
+  }
+  reset_functional();
+  if (!in.defined()) return;
+  Tensor x = in;
+  for (const LayerPtr& l : stack_)
+    if (!dynamic_cast<layers::InputLayerImpl*>(l.get())) x = (*l)(x, false);
+  set_built();
+  if (x.id() != in.id()) init_functional({in}, {x});
 }
 
 void Sequential::build(const Shape& input_shape) {
   DF_CHECK(input_shape.rank() >= 1, "[", name(), ".build] expects a shape with a batch dim, got ", input_shape);
   if (!stack_.empty() && dynamic_cast<layers::InputLayerImpl*>(stack_.front().get())) return;
   // The batch dim stays unknown (Keras's None), whatever batch the first call had.
-  std::vector<int64_t> rest(input_shape.begin() + 1, input_shape.end());
-  Tensor in = Input(Shape(rest));
+  Tensor in = Input(Shape(std::vector<int64_t>(input_shape.begin() + 1, input_shape.end())));
   Tensor x = in;
   for (const LayerPtr& l : stack_) x = (*l)(x, false);
   if (!stack_.empty()) init_functional({in}, {x});

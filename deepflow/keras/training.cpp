@@ -39,6 +39,7 @@ struct Model::Compiled {
   static constexpr double kInitialScale = 32768.0, kGrowthInterval = 2000.0;
   // Traced steps, made on first use (their signatures need the data's dtypes and shapes).
   std::optional<Function> train_fn, train_fn_weighted, test_fn, predict_fn;
+  bool optimizer_built = false;  // the model is built and the optimizer has its slots
 
   Tensor total_loss(const TensorList& ys, const TensorList& preds, const Tensor& sw) const {
     DF_CHECK(ys.size() == preds.size(), "[fit] the model has ", preds.size(), " outputs, got ", ys.size(),
@@ -180,13 +181,9 @@ void apply_scaled(Model::Compiled& c, GradientTape& tape, const Tensor& loss, co
 }
 
 // Builds the model eagerly on one sample (inference mode: no state changes) so that
-// every weight exists before a step is traced, then the optimizer's slots.
-void prepare(Model& m, const TensorList& xs, Optimizer* opt) {
-  if (!m.built() || m.weights().empty()) {
-    TensorList one = take(xs, 0, 1, Tensor());
-    m(one, false);
-  }
-  if (opt) opt->build(m.trainable_weights());
+// every weight exists before a step is traced. A model is built by its first call.
+void build_model(Model& m, const TensorList& xs) {
+  if (!m.built()) m(take(xs, 0, 1, Tensor()), false);
 }
 
 }  // namespace
@@ -195,7 +192,11 @@ std::map<std::string, double> Model::train_on_batch(const TensorList& x, const T
                                                     const Tensor& sample_weight) {
   DF_CHECK(compiled_, "[", name(), ".train_on_batch] call compile() first");
   Compiled& c = *compiled_;
-  prepare(*this, x, c.optimizer.get());
+  if (!c.optimizer_built) {  // once per compile(), not on every step
+    build_model(*this, x);
+    c.optimizer->build(trainable_weights());
+    c.optimizer_built = true;
+  }
   auto step = [this, &c](const TensorList& xs, const TensorList& ys, const Tensor& sw) -> Tensor {
     LearningPhaseScope phase(true);
     std::vector<Variable> vars = trainable_weights();
@@ -246,7 +247,7 @@ std::map<std::string, double> Model::train_on_batch(const TensorList& x, const T
 std::map<std::string, double> Model::test_on_batch(const TensorList& x, const TensorList& y) {
   DF_CHECK(compiled_, "[", name(), ".test_on_batch] call compile() first");
   Compiled& c = *compiled_;
-  prepare(*this, x, nullptr);
+  build_model(*this, x);
   auto step = [this, &c](const TensorList& xs, const TensorList& ys) -> Tensor {
     LearningPhaseScope phase(false);
     TensorList preds = (*this)(xs, false);
@@ -371,7 +372,7 @@ std::map<std::string, double> Model::evaluate(const TensorList& x, const TensorL
 TensorList Model::predict(const TensorList& x, PredictOptions options) {
   DF_CHECK(options.batch_size > 0, "[predict] batch_size must be positive, got ", options.batch_size);
   const int64_t n = num_samples(x, {}, "predict");
-  prepare(*this, x, nullptr);
+  build_model(*this, x);
   const bool eager = compiled_ && compiled_->run_eagerly;
   std::optional<Function> local;
   std::optional<Function>* fn = nullptr;

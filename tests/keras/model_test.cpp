@@ -63,6 +63,24 @@ TEST(Sequential, BuildsOnFirstCallWithoutAnInputLayer) {
   EXPECT_THAT(model->summary(), HasSubstr("(None, 4)"));
 }
 
+TEST(Sequential, AddAndPopKeepWeightsAndSummaryInStep) {
+  auto model = small_mlp();  // 82 params
+  model->pop();
+  EXPECT_EQ(model->count_params(), 2 * 16 + 16);
+  EXPECT_EQ(model->model_layers().size(), 1u);
+  EXPECT_THAT(model->summary(), ::testing::Not(HasSubstr("(None, 2)")));
+  model->add(layers::Dense(3));
+  EXPECT_EQ(model->count_params(), 2 * 16 + 16 + 16 * 3 + 3);
+  EXPECT_THAT(model->summary(), HasSubstr("(None, 3)"));
+  EXPECT_EQ((*model)(ones({4, 2})).shape(), (Shape{4, 3}));
+  // Built by its first call, then extended: the new layer is built and listed at once.
+  auto lazy = std::make_shared<Sequential>(std::vector<LayerPtr>{layers::Dense(4)});
+  (*lazy)(ones({2, 5}));
+  lazy->add(layers::Dense(6));
+  EXPECT_EQ(lazy->count_params(), 5 * 4 + 4 + 4 * 6 + 6);
+  EXPECT_THAT(lazy->summary(), HasSubstr("(None, 6)"));
+}
+
 TEST(Sequential, FitLearnsBlobsTracedAndEvaluates) {
   set_random_seed(1);
   auto [x, y] = blobs(512, 10);
