@@ -86,7 +86,7 @@ bool matmul_supported(const OpCall& c) {
 
 // A small 2D product with no activation or relu: sgemm writes the product, then one
 // pass over the (cache-resident) result adds the bias and applies relu. (Seeding c with
-// the bias and asking sgemm for beta = 1 measured slower.)
+// the bias and asking sgemm for beta = 1 was no faster in a noisy A/B: 48 vs 46 us.)
 // `m` rows of a (its batch dims folded in, a not transposed) times b.
 bool small_matmul(const Tensor& a, const Tensor& b, const float* bias, Tensor& o, int64_t m, bool tb, int act) {
   const int64_t k = a.dim(-1), n = tb ? b.dim(0) : b.dim(1);
