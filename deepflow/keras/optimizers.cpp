@@ -92,16 +92,21 @@ class AdamOptimizer : public Optimizer {
     Tensor alpha = cast(lr, dt) * sqrt(1.0 - beta_2_power) / (1.0 - beta_1_power);
     Variable& m = slot(var, "momentum");
     Variable& v = slot(var, "velocity");
+    if (!o_.amsgrad) {  // one pass over the weights and slots instead of three
+      AdamUpdate u = apply_adam(var.value(), m.value(), v.value(), g, alpha, o_.beta_1, o_.beta_2, o_.epsilon);
+      m.assign(u.m);
+      v.assign(u.v);
+      var.assign(u.var);
+      return;
+    }
     Tensor m0 = m.value(), v0 = v.value();
     Tensor m_new = m0 + (g - m0) * (1 - o_.beta_1);
     Tensor v_new = v0 + (square(g) - v0) * (1 - o_.beta_2);
     m.assign(m_new);
     v.assign(v_new);
-    if (o_.amsgrad) {
-      Variable& v_hat = slot(var, "velocity_hat");
-      v_new = maximum(v_hat.value(), v_new);
-      v_hat.assign(v_new);
-    }
+    Variable& v_hat = slot(var, "velocity_hat");  // amsgrad: the largest velocity so far
+    v_new = maximum(v_hat.value(), v_new);
+    v_hat.assign(v_new);
     var.assign_sub(m_new * alpha / (sqrt(v_new) + o_.epsilon));
   }
 

@@ -59,4 +59,6 @@
   X(FusedMatMul, "fused_matmul") X(FusedElementwise, "fused_elementwise")                \
   /* random number generation: ops/random.cpp */                                        \
   X(RandomUniform, "random_uniform") X(RandomNormal, "random_normal")                   \
-  X(TruncatedNormal, "truncated_normal")
+  X(TruncatedNormal, "truncated_normal")                                                \
+  /* optimizer updates in one pass (tf.raw_ops.ApplyAdam): ops/training_ops.cpp */     \
+  X(ApplyAdam, "apply_adam")

@@ -255,6 +255,18 @@ Tensor random_normal(const Shape& shape, double mean = 0, double stddev = 1,
 Tensor truncated_normal(const Shape& shape, double mean = 0, double stddev = 1,
                         DType dtype = DType::Float32, std::optional<int64_t> seed = std::nullopt);
 
+// --- optimizer updates (one pass over the weights, as TensorFlow's training ops) ---
+
+/// One Adam step (tf.raw_ops.ApplyAdam without the bias correction, which the caller
+/// folds into lr_t): m' = m + (g - m)(1 - beta_1), v' = v + (g^2 - v)(1 - beta_2),
+/// var' = var - lr_t m' / (sqrt(v') + epsilon). var, m, v, grad: one float shape and
+/// dtype; lr_t: a scalar of that dtype. Returns {var', m', v'}; not differentiable.
+struct AdamUpdate {
+  Tensor var, m, v;
+};
+AdamUpdate apply_adam(const Tensor& var, const Tensor& m, const Tensor& v, const Tensor& grad, const Tensor& lr_t,
+                      double beta_1, double beta_2, double epsilon);
+
 // --- operators (a scalar converts to the tensor's dtype) ---
 
 Tensor operator+(const Tensor& a, const Tensor& b);
