@@ -86,7 +86,7 @@ std::vector<Tensor> graph_gradients(Graph& g, const std::vector<Tensor>& ys, con
     for (const ValueRef& v : n.inputs) ins.push_back(g.symbolic(v));
     for (int i = 0; i < int(n.outputs.size()); ++i) outs.push_back(g.symbolic({id, i}));
     for (size_t i = 0; i < outs.size(); ++i)
-      if (!out_grads[i].defined()) out_grads[i] = zeros_like(outs[i]);
+      if (!out_grads[i].defined() && outs[i].dtype() != DType::String) out_grads[i] = zeros_like(outs[i]);
     OpCall call{&def, ins, &n.attrs, outs};
     TensorList in_grads;
     try {

@@ -76,6 +76,7 @@ GradientTape::~GradientTape() {
 
 void GradientTape::watch(const Tensor& t) {
   DF_CHECK(t.defined(), "[GradientTape.watch] undefined tensor");
+  if (t.dtype() == DType::String) return;  // not differentiable: TF ignores it too
   impl_->watched.insert(t.id());
 }
 void GradientTape::watch(const Variable& v) { impl_->watched.insert(v.id()); }
@@ -137,8 +138,9 @@ std::vector<Tensor> backward(GradientTape::Impl& tape, const std::vector<Tensor>
       }
     }
     if (!any) continue;
+    // Strings are never differentiable: their outputs get no gradient, not zeros (there are none).
     for (size_t j = 0; j < e.outputs.size(); ++j)
-      if (!out_grads[j].defined()) out_grads[j] = zeros_like(e.outputs[j]);
+      if (!out_grads[j].defined() && e.outputs[j].dtype() != DType::String) out_grads[j] = zeros_like(e.outputs[j]);
     OpCall call{e.def, e.inputs, &e.attrs, e.outputs};
     DF_CHECK(e.def->vjp, "[gradient] op '", e.def->name, "' has no gradient");
     TensorList in_grads = e.def->vjp(call, out_grads);
@@ -158,7 +160,7 @@ std::vector<Tensor> backward(GradientTape::Impl& tape, const std::vector<Tensor>
   for (const Tensor& s : sources) {
     auto it = grads.find(s.id());
     if (it != grads.end()) result.push_back(it->second);
-    else if (unconnected == UnconnectedGradients::Zero) result.push_back(zeros_like(s));
+    else if (unconnected == UnconnectedGradients::Zero && s.dtype() != DType::String) result.push_back(zeros_like(s));
     else result.emplace_back();
   }
   return result;
@@ -179,6 +181,8 @@ std::vector<Tensor> GradientTape::gradient(const std::vector<Tensor>& targets, c
   for (size_t i = 0; i < targets.size(); ++i) {
     const Tensor& t = targets[i];
     DF_CHECK(t.defined(), "[GradientTape.gradient] target ", i, " is undefined");
+    DF_CHECK(t.dtype() != DType::String, "[GradientTape.gradient] target ", i, " is a string tensor ", t.shape(),
+             ": strings are not differentiable");
     if (!output_gradients.empty() && output_gradients[i].defined()) {
       DF_CHECK(output_gradients[i].shape() == t.shape(), "[GradientTape.gradient] output_gradients[", i,
                "] has shape ", output_gradients[i].shape(), ", target has ", t.shape());

@@ -18,7 +18,7 @@ constexpr DTypeInfo kInfo[kNumDTypes] = {
     {DType::Float16, 2, "float16", "f16"}, {DType::BFloat16, 2, "bfloat16", "bf16"},
     {DType::Int8, 1, "int8", "i8"},        {DType::UInt8, 1, "uint8", "u8"},
     {DType::Int32, 4, "int32", "i32"},     {DType::Int64, 8, "int64", "i64"},
-    {DType::Bool, 1, "bool", "bool"},
+    {DType::Bool, 1, "bool", "bool"},      {DType::String, sizeof(std::string), "string", "str"},
 };
 }  // namespace
 
@@ -42,7 +42,7 @@ bool is_integer(DType t) {
 std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
 
 void dtype_unsupported(const char* where, DType t) {
-  fail("[", where, "] dtype ", dtype_name(t), " is not supported");
+  fail("[", where, "] unsupported dtype ", dtype_name(t));
 }
 
 }  // namespace deepflow

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "deepflow/core/tensor.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <ostream>
 #include <sstream>
 
@@ -25,6 +27,32 @@ Storage::~Storage() {
   else cpu_free(data_, nbytes_);
 }
 
+namespace {
+
+// A string tensor's buffer holds live std::string objects: built when the storage is
+// made, destroyed when it dies. The element count rides in the release context.
+void release_strings(void* ctx, void* data) {
+  const size_t n = reinterpret_cast<uintptr_t>(ctx);
+  auto* p = static_cast<std::string*>(data);
+  for (size_t i = 0; i < n; ++i) p[i].~basic_string();
+  cpu_free(data, n * sizeof(std::string));
+}
+
+std::shared_ptr<Storage> make_string_storage(size_t n) {
+  void* data = cpu_allocate(n * sizeof(std::string));
+  auto* p = static_cast<std::string*>(data);
+  for (size_t i = 0; i < n; ++i) new (p + i) std::string();  // noexcept: nothing to unwind
+  try {
+    return std::make_shared<Storage>(data, n * sizeof(std::string), release_strings,
+                                     reinterpret_cast<void*>(uintptr_t(n)));
+  } catch (...) {
+    release_strings(reinterpret_cast<void*>(uintptr_t(n)), data);
+    throw;
+  }
+}
+
+}  // namespace
+
 uint64_t TensorImpl::next_id() {
   static std::atomic<uint64_t> counter{1};
   return counter.fetch_add(1, std::memory_order_relaxed);
@@ -36,7 +64,8 @@ Tensor::Tensor(const Shape& shape, DType dtype) {
   impl_->shape = shape;
   impl_->dtype = dtype;
   impl_->id = TensorImpl::next_id();
-  impl_->storage = std::make_shared<Storage>(size_t(shape.num_elements()) * dtype_size(dtype));
+  if (dtype == DType::String) impl_->storage = make_string_storage(size_t(shape.num_elements()));
+  else impl_->storage = std::make_shared<Storage>(size_t(shape.num_elements()) * dtype_size(dtype));
 }
 
 void* Tensor::raw_data() const {
@@ -53,21 +82,35 @@ void Tensor::check_dtype(DType t) const {
 
 template <class T> T Tensor::item() const {
   DF_CHECK(size() == 1, "[item] tensor of shape ", shape(), " has ", size(), " elements, not 1");
-  T out{};
-  DF_DISPATCH_ALL(dtype(), "item", [&] { out = convert<T>(*static_cast<const scalar_t*>(raw_data())); });
-  return out;
+  if constexpr (std::is_same_v<T, std::string>) {
+    DF_CHECK(dtype() == DType::String, "[item] item<string> on a tensor of dtype ", dtype_name(dtype()));
+    return *static_cast<const std::string*>(raw_data());
+  } else {
+    DF_CHECK(dtype() != DType::String, "[item] a string tensor has no numeric value");
+    T out{};
+    DF_DISPATCH_ALL(dtype(), "item", [&] { out = convert<T>(*static_cast<const scalar_t*>(raw_data())); });
+    return out;
+  }
 }
 
 template <class T> std::vector<T> Tensor::to_vector() const {
-  std::vector<T> out(static_cast<size_t>(size()));
-  DF_DISPATCH_ALL(dtype(), "to_vector", [&] {
-    const scalar_t* p = static_cast<const scalar_t*>(raw_data());
-    for (size_t i = 0; i < out.size(); ++i) out[i] = convert<T>(p[i]);
-  });
-  return out;
+  if constexpr (std::is_same_v<T, std::string>) {
+    DF_CHECK(dtype() == DType::String, "[to_vector] to_vector<string> on a tensor of dtype ", dtype_name(dtype()));
+    const std::string* p = static_cast<const std::string*>(raw_data());
+    return std::vector<std::string>(p, p + size());
+  } else {
+    DF_CHECK(dtype() != DType::String, "[to_vector] a string tensor has no numeric value");
+    std::vector<T> out(static_cast<size_t>(size()));
+    DF_DISPATCH_ALL(dtype(), "to_vector", [&] {
+      const scalar_t* p = static_cast<const scalar_t*>(raw_data());
+      for (size_t i = 0; i < out.size(); ++i) out[i] = convert<T>(p[i]);
+    });
+    return out;
+  }
 }
 
 double Tensor::flat(int64_t i) const {
+  DF_CHECK(dtype() != DType::String, "[flat] a string tensor has no numeric value");
   double out = 0;
   DF_DISPATCH_ALL(dtype(), "flat", [&] { out = convert<double>(static_cast<const scalar_t*>(raw_data())[i]); });
   return out;
@@ -85,6 +128,7 @@ DF_INSTANTIATE_(int8_t)
 DF_INSTANTIATE_(bool)
 DF_INSTANTIATE_(Half)
 DF_INSTANTIATE_(BFloat16)
+DF_INSTANTIATE_(std::string)
 #undef DF_INSTANTIATE_
 
 Tensor Tensor::view(const Shape& shape) const {
@@ -113,7 +157,8 @@ Tensor Tensor::slice0(int64_t begin, int64_t end) const {
 
 Tensor Tensor::clone() const {
   Tensor out(shape(), dtype());
-  std::memcpy(out.raw_data(), raw_data(), nbytes());
+  if (dtype() == DType::String) std::copy_n(data<std::string>(), size(), out.data<std::string>());
+  else std::memcpy(out.raw_data(), raw_data(), nbytes());
   return out;
 }
 
@@ -140,6 +185,34 @@ std::string shortest(double v, bool single) {
   return buf;
 }
 
+// Python's repr of a bytes object: b'...' (b"..." when only that avoids escaping a quote),
+// with \\, \t, \n, \r and \xhh for other bytes outside printable ASCII.
+std::string bytes_repr(const std::string& s) {
+  const char q = s.find('\'') != std::string::npos && s.find('"') == std::string::npos ? '"' : '\'';
+  std::string out = "b";
+  out += q;
+  for (unsigned char c : s) {
+    if (c == q || c == '\\') {
+      out += '\\';
+      out += char(c);
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c >= 0x7f) {
+      char buf[5];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += char(c);
+    }
+  }
+  out += q;
+  return out;
+}
+
 std::string fixed_digits(double v, bool single) {
   // Fractional digits the shortest form needs, capped at 8.
   std::string s = shortest(v, single);
@@ -162,6 +235,7 @@ std::string fixed_digits(double v, bool single) {
 }
 
 std::string format_element(const Tensor& t, int64_t i, const FloatFormat& f = {}) {
+  if (t.dtype() == DType::String) return bytes_repr(t.data<std::string>()[i]);
   double v = t.flat(i);
   if (t.dtype() == DType::Bool) return v != 0 ? "True" : "False";
   if (is_integer(t.dtype())) return std::to_string(int64_t(v));
@@ -248,8 +322,8 @@ std::string array_string(const Tensor& t) {
       ff.frac_width = std::max(ff.frac_width, int(s.size() - dot - 1));
     }
   }
-  int width = 0;
-  for (int64_t i = 0; i < t.size(); ++i) {
+  int width = 0;  // numpy pads numbers to one width, but not strings
+  for (int64_t i = 0; i < t.size() && t.dtype() != DType::String; ++i) {
     std::string s = format_element(t, i, ff);
     if (is_floating(t.dtype()) && !ff.scientific) s = align(s, ff);
     width = std::max(width, int(s.size()));
@@ -288,11 +362,17 @@ Tensor fill(const Shape& shape, double value, DType dtype) {
 }
 Tensor zeros(const Shape& shape, DType dtype) {
   Tensor t(shape, dtype);
+  if (dtype == DType::String) return t;  // tf.zeros(..., tf.string) is all b''
   std::memset(t.raw_data(), 0, t.nbytes());
   return t;
 }
 Tensor ones(const Shape& shape, DType dtype) { return fill(shape, 1.0, dtype); }
 Tensor scalar(double value, DType dtype) { return fill(Shape{}, value, dtype); }
+Tensor string_scalar(std::string value) {
+  Tensor t(Shape{}, DType::String);
+  *t.data<std::string>() = std::move(value);
+  return t;
+}
 
 Tensor arange(double start, double limit, double delta, DType dtype) {
   DF_CHECK(delta != 0, "[range] delta must not be 0");
@@ -345,6 +425,7 @@ template Tensor constant(const std::vector<uint8_t>&, const Shape&);
 template Tensor constant(const std::vector<int8_t>&, const Shape&);
 template Tensor constant(const std::vector<Half>&, const Shape&);
 template Tensor constant(const std::vector<BFloat16>&, const Shape&);
+template Tensor constant(const std::vector<std::string>&, const Shape&);  // copy-assigns into built strings
 
 template <> Tensor constant(const std::vector<bool>& values, const Shape& shape) {
   DF_CHECK(shape.num_elements() == int64_t(values.size()), "[constant] ", values.size(),

@@ -82,7 +82,8 @@ class Tensor {
   /// An undefined tensor (like a null handle); defined() is false.
   Tensor() = default;
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
-  /// A new uninitialized tensor.
+  /// A new uninitialized tensor (String: every element an empty std::string,
+  /// constructed here and destroyed with the storage).
   Tensor(const Shape& shape, DType dtype);
 
   bool defined() const { return impl_ != nullptr; }
@@ -111,18 +112,19 @@ class Tensor {
   }
   void* raw_data() const;
 
-  /// The single element of a one-element tensor, converted to T.
+  /// The single element of a one-element tensor, converted to T. For a string tensor
+  /// only T = std::string works (numeric T throws "[item] a string tensor has no numeric value").
   template <class T> T item() const;
-  /// All elements converted to T, row-major.
+  /// All elements converted to T, row-major (std::string: copies of a string tensor's elements).
   template <class T> std::vector<T> to_vector() const;
-  /// Element i (row-major flat index) as a double, whatever the dtype.
+  /// Element i (row-major flat index) as a double, whatever the numeric dtype (throws on strings).
   double flat(int64_t i) const;
 
   /// A view of the same storage with another shape of equal size.
   Tensor view(const Shape& shape) const;
   /// A view of rows [begin, end) along axis 0.
   Tensor slice0(int64_t begin, int64_t end) const;
-  /// A deep copy into fresh storage.
+  /// A deep copy into fresh storage (strings are copied element by element).
   Tensor clone() const;
 
   /// numpy-like text: "tf.Tensor([1. 2.], shape=(2,), dtype=float32)".
@@ -154,6 +156,8 @@ Tensor ones(const Shape& shape, DType dtype = DType::Float32);
 Tensor fill(const Shape& shape, double value, DType dtype = DType::Float32);
 /// A rank-0 tensor.
 Tensor scalar(double value, DType dtype = DType::Float32);
+/// A rank-0 string tensor (tf.constant(b"...")): `string_scalar("abc")`.
+Tensor string_scalar(std::string value);
 /// [start, start+delta, ...) below limit (tf.range).
 Tensor arange(double start, double limit, double delta = 1, DType dtype = DType::Float32);
 /// num evenly spaced values from start to stop inclusive (tf.linspace).
@@ -161,6 +165,7 @@ Tensor linspace(double start, double stop, int64_t num, DType dtype = DType::Flo
 /// An n x m identity matrix (m = n when m < 0) (tf.eye).
 Tensor eye(int64_t n, int64_t m = -1, DType dtype = DType::Float32);
 /// A tensor from values; shape defaults to [values.size()]. Sizes must match.
+/// T = std::string gives a string tensor (tf.constant([b"a", b"bc"])).
 template <class T> Tensor constant(const std::vector<T>& values, const Shape& shape);
 template <class T> Tensor constant(const std::vector<T>& values) {
   return constant(values, Shape{int64_t(values.size())});
@@ -172,7 +177,7 @@ Tensor constant(const std::vector<double>& values, const Shape& shape, DType dty
 
 // --- element conversion helpers used by kernels and printing ---
 
-/// Converts between element types with C++ semantics (bool: != 0).
+/// Converts between numeric element types with C++ semantics (bool: != 0). Not for strings.
 template <class To, class From> inline To convert(From v) {
   if constexpr (std::is_same_v<To, bool>) return static_cast<compute_t<From>>(v) != compute_t<From>(0);
   else return To(static_cast<compute_t<To>>(static_cast<compute_t<From>>(v)));

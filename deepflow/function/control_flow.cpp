@@ -392,12 +392,12 @@ DF_DEFINE_OP(Cond, {.num_inputs = -1,
                               AttrSpec::required_of("else_branch", AttrKind::Func)},
                     .infer = infer_cond, .vjp = vjp_cond,
                     // Branches may hold side effects: never fold or merge. Outputs are set by the kernel.
-                    .stateful = true, .view_output = true});
+                    .stateful = true, .view_output = true, .strings = true});
 DF_DEFINE_OP(While, {.num_inputs = -1,
                      .attrs = {AttrSpec::required_of("cond", AttrKind::Func),
                                AttrSpec::required_of("body", AttrKind::Func),
                                AttrSpec("maximum_iterations", int64_t(-1)), AttrSpec("keep_history", false)},
-                     .infer = infer_while, .vjp = vjp_while, .stateful = true, .view_output = true});
+                     .infer = infer_while, .vjp = vjp_while, .stateful = true, .view_output = true, .strings = true});
 
 TensorList cond(const Tensor& pred, const std::function<TensorList()>& true_fn,
                 const std::function<TensorList()>& false_fn) {

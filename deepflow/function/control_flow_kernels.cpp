@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Reference kernels of cond and while: they run their function-valued attributes with
 // the graph executor, which is why they live here and not in deepflow/kernels/.
+#include <algorithm>
 #include <cstring>
 
 #include "deepflow/graph/executor.h"
@@ -59,6 +60,11 @@ Tensor stack_history(const TensorList& xs, const Tensor& first) {
   Shape s{int64_t(xs.size())};
   for (int64_t d : first.shape()) s.push_back(d);
   Tensor h(s, first.dtype());
+  if (first.dtype() == DType::String) {  // std::string elements are copied, never memcpy'd
+    std::string* out = h.data<std::string>();
+    for (const Tensor& x : xs) out = std::copy_n(x.data<std::string>(), x.size(), out);
+    return h;
+  }
   char* dst = static_cast<char*>(h.raw_data());
   for (const Tensor& x : xs) {
     std::memcpy(dst, x.raw_data(), x.nbytes());

@@ -7,6 +7,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <unordered_set>
@@ -97,7 +98,10 @@ class Writer {
         pb::TensorProto* tp = out.mutable_tensor();
         tp->set_dtype(dtype_to_proto(t.dtype()));
         for (int64_t d : t.shape()) tp->add_dims(d);
-        tp->set_content(static_cast<const char*>(t.raw_data()), t.nbytes());  // little-endian hosts
+        if (t.dtype() == DType::String)
+          for (int64_t i = 0; i < t.size(); ++i) tp->add_string_val(t.data<std::string>()[i]);
+        else
+          tp->set_content(static_cast<const char*>(t.raw_data()), t.nbytes());  // little-endian hosts
         break;
       }
       case AttrKind::Variable: {
@@ -188,6 +192,15 @@ class Reader {
       n *= uint64_t(d);
     }
     const std::string& c = tp.content();
+    if (dt == DType::String) {
+      if (!c.empty()) error(where, "string tensor", s, " must have no content bytes (its values are string_val)");
+      if (uint64_t(tp.string_val_size()) != n)
+        error(where, "tensor string", s, " needs ", n, " string_val entries, got ", tp.string_val_size());
+      Tensor t(s, dt);
+      std::copy(tp.string_val().begin(), tp.string_val().end(), t.data<std::string>());
+      return t;
+    }
+    if (tp.string_val_size() != 0) error(where, "tensor ", dtype_name(dt), s, " has string_val entries");
     if (n > c.size() / dtype_size(dt) || c.size() != n * dtype_size(dt))
       error(where, "tensor ", dtype_name(dt), s, " needs ", n, " x ", dtype_size(dt), " content bytes, got ", c.size());
     if (dt == DType::Bool)

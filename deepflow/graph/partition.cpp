@@ -101,12 +101,13 @@ void run_recv(const OpCall& c, TensorList& out) {
 DF_DEFINE_OP(Send, {.num_inputs = -1,
                     .attrs = {AttrSpec::required_of("key", AttrKind::String), AttrSpec("send_device", ""),
                               AttrSpec("recv_device", "")},
-                    .infer = infer_send, .non_differentiable = true, .stateful = true});
+                    .infer = infer_send, .non_differentiable = true, .stateful = true, .strings = true});
 DF_DEFINE_OP(Recv, {.num_inputs = 0,
                     .attrs = {AttrSpec::required_of("key", AttrKind::String), AttrSpec("dtype", DType::Float32),
                               AttrSpec("shape", std::vector<int64_t>{}), AttrSpec("control", false),
                               AttrSpec("send_device", ""), AttrSpec("recv_device", "")},
-                    .infer = infer_recv, .non_differentiable = true, .stateful = true, .view_output = true});
+                    .infer = infer_recv, .non_differentiable = true, .stateful = true, .view_output = true,
+                    .strings = true});
 DF_REGISTER_KERNEL(Send, {.run = run_send});
 DF_REGISTER_KERNEL(Recv, {.run = run_recv});
 

@@ -115,6 +115,7 @@ void write_element(std::string& out, const Tensor& t, int64_t i) {
     case DType::Int32: out += std::to_string(static_cast<const int32_t*>(p)[i]); break;
     case DType::Int64: out += std::to_string(static_cast<const int64_t*>(p)[i]); break;
     case DType::Bool: out += static_cast<const bool*>(p)[i] ? "true" : "false"; break;
+    case DType::String: write_quoted(out, static_cast<const std::string*>(p)[i]); break;
   }
 }
 

@@ -3,6 +3,7 @@
 // docs/graph_text.md). A hand-written recursive-descent reader over the bytes: no
 // recursion deeper than one function body, so hostile input cannot exhaust the stack;
 // every problem is a deepflow::Error "[parse_graph] line N: ...".
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <limits>
@@ -285,19 +286,34 @@ class Parser {
     expect('>', "after the tensor type");
     if (!type.shape.is_fully_defined()) error_at(line, "a tensor value needs a fully known shape, got ", type.shape);
     expect('[', "to open the tensor elements");
+    int64_t n = 1;
+    for (int64_t d : type.shape) {
+      if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) error_at(line, "tensor shape ", type.shape, " is too large");
+      n *= d;
+    }
+    auto check_count = [&](size_t got) {
+      if (int64_t(got) != n)
+        error_at(line, "tensor<", dtype_short_name(type.dtype), type.shape, "> needs ", n, " elements, got ", got);
+    };
+    if (type.dtype == DType::String) {  // tensor<str[2]>["a", "b\x00"]: quoted, escaped as names are
+      std::vector<std::string> vals;
+      if (!accept(']')) {
+        do vals.push_back(read_string());
+        while (accept(','));
+        expect(']', "to close the tensor elements");
+      }
+      check_count(vals.size());
+      Tensor t(type.shape, type.dtype);
+      std::move(vals.begin(), vals.end(), t.data<std::string>());
+      return t;
+    }
     std::vector<std::string_view> elems;
     if (!accept(']')) {
       do elems.push_back(read_number_token());
       while (accept(','));
       expect(']', "to close the tensor elements");
     }
-    int64_t n = 1;
-    for (int64_t d : type.shape) {
-      if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) error_at(line, "tensor shape ", type.shape, " is too large");
-      n *= d;
-    }
-    if (int64_t(elems.size()) != n)
-      error_at(line, "tensor<", dtype_short_name(type.dtype), type.shape, "> needs ", n, " elements, got ", elems.size());
+    check_count(elems.size());
     Tensor t(type.shape, type.dtype);
     void* p = t.raw_data();
     for (size_t i = 0; i < elems.size(); ++i) {
@@ -321,6 +337,7 @@ class Parser {
           if (e != "true" && e != "false") error("a bool tensor element must be true or false, got '", e, "'");
           static_cast<bool*>(p)[i] = e == "true";
           break;
+        case DType::String: break;  // read above
       }
     }
     return t;

@@ -100,8 +100,8 @@ DF_DEFINE_OP(Minimum, {.num_inputs = 2, .infer = infer_arith, .vjp = [](const Op
 Tensor minimum(const Tensor& a, const Tensor& b) { return dispatch1(OpId::Minimum, {a, b}); }
 
 // --- comparisons: non-differentiable ---
-DF_DEFINE_OP(Equal, {.num_inputs = 2, .infer = infer_compare, .non_differentiable = true});
-DF_DEFINE_OP(NotEqual, {.num_inputs = 2, .infer = infer_compare, .non_differentiable = true});
+DF_DEFINE_OP(Equal, {.num_inputs = 2, .infer = infer_compare, .non_differentiable = true, .strings = true});
+DF_DEFINE_OP(NotEqual, {.num_inputs = 2, .infer = infer_compare, .non_differentiable = true, .strings = true});
 DF_DEFINE_OP(Less, {.num_inputs = 2, .infer = infer_compare, .non_differentiable = true});
 DF_DEFINE_OP(LessEqual, {.num_inputs = 2, .infer = infer_compare, .non_differentiable = true});
 DF_DEFINE_OP(Greater, {.num_inputs = 2, .infer = infer_compare, .non_differentiable = true});
@@ -131,7 +131,7 @@ DF_DEFINE_OP(Where, {.num_inputs = 3, .infer = infer_where, .vjp = [](const OpCa
   Tensor zero = scalar_like(g[0], 0);
   return TensorList{Tensor(), sum_to(where(c.in(0), g[0], zero), c.in(1)),
                     sum_to(where(c.in(0), zero, g[0]), c.in(2))};
-}});
+}, .strings = true});
 Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y) { return dispatch1(OpId::Where, {cond, x, y}); }
 
 }  // namespace deepflow

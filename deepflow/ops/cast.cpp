@@ -25,11 +25,12 @@ Tensor cast(const Tensor& x, DType dtype) {
 // --- identity --- x -> x (a zero-copy view: tensors are immutable; a distinct graph node).
 DF_DEFINE_OP(Identity, {.infer = detail::infer_same,
                         .vjp = [](const OpCall&, const TensorList& g) { return TensorList{g[0]}; },
-                        .view_output = true});
+                        .view_output = true, .strings = true});
 Tensor identity(const Tensor& x) { return dispatch1(OpId::Identity, {x}); }
 
 // --- stop_gradient --- x -> x; no gradient flows through.
-DF_DEFINE_OP(StopGradient, {.infer = detail::infer_same, .non_differentiable = true, .view_output = true});
+DF_DEFINE_OP(StopGradient,
+             {.infer = detail::infer_same, .non_differentiable = true, .view_output = true, .strings = true});
 Tensor stop_gradient(const Tensor& x) { return dispatch1(OpId::StopGradient, {x}); }
 
 }  // namespace deepflow

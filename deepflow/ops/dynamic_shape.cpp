@@ -82,18 +82,19 @@ void infer_size(const OpCall& c, TypeList& out) {
 DF_DEFINE_OP(BroadcastLike, {.num_inputs = 2, .infer = infer_broadcast_like,
                              .vjp = [](const OpCall& c, const TensorList& g) {
                                return TensorList{sum_to(g[0], c.in(0)), Tensor()};
-                             }});
+                             }, .strings = true});
 DF_DEFINE_OP(ReshapeLike, {.num_inputs = 2, .infer = infer_reshape_like,
                            .vjp = [](const OpCall& c, const TensorList& g) {
                              return TensorList{reshape_like(g[0], c.in(0)), Tensor()};
                            },
-                           .view_output = true});
+                           .view_output = true, .strings = true});
 DF_DEFINE_OP(SumToLike, {.num_inputs = 2, .infer = infer_sum_to_like,
                          .vjp = [](const OpCall& c, const TensorList& g) {
                            return TensorList{broadcast_like(g[0], c.in(0)), Tensor()};
                          },
                          .view_output = true});  // with no dims to sum, a view of g
-DF_DEFINE_OP(Size, {.attrs = {{"out_type", DType::Int64}}, .infer = infer_size, .non_differentiable = true});
+DF_DEFINE_OP(Size, {.attrs = {{"out_type", DType::Int64}}, .infer = infer_size, .non_differentiable = true,
+                    .strings = true});
 
 Tensor broadcast_like(const Tensor& x, const Tensor& like) { return dispatch1(OpId::BroadcastLike, {x, like}); }
 Tensor reshape_like(const Tensor& x, const Tensor& like) { return dispatch1(OpId::ReshapeLike, {x, like}); }

@@ -45,22 +45,24 @@ void infer_assign_variable(const OpCall& c, TypeList&) {
 }  // namespace
 
 DF_DEFINE_OP(Const, {.num_inputs = 0, .attrs = {AttrSpec::required_of("value", AttrKind::Tensor)},
-                     .infer = infer_const, .non_differentiable = true, .view_output = true});
+                     .infer = infer_const, .non_differentiable = true, .view_output = true, .strings = true});
 DF_DEFINE_OP(Placeholder, {.num_inputs = 0,
                            .attrs = {AttrSpec::required_of("dtype", AttrKind::DType),
                                      AttrSpec("shape", std::vector<int64_t>{})},
-                           .infer = infer_placeholder, .non_differentiable = true, .stateful = true});
+                           .infer = infer_placeholder, .non_differentiable = true, .stateful = true, .strings = true});
 DF_DEFINE_OP(ReadVariable, {.num_inputs = 0, .attrs = {AttrSpec::required_of("variable", AttrKind::Variable)},
                             .infer = infer_read_variable, .non_differentiable = true, .stateful = true,
-                            .view_output = true});
+                            .view_output = true, .strings = true});
 DF_DEFINE_OP(AssignVariable, {.num_inputs = 1, .attrs = {AttrSpec::required_of("variable", AttrKind::Variable)},
-                              .infer = infer_assign_variable, .non_differentiable = true, .stateful = true});
+                              .infer = infer_assign_variable, .non_differentiable = true, .stateful = true,
+                              .strings = true});
 // zeros_like / ones_like: x -> same dtype and shape (also when the shape is only known at run time).
-DF_DEFINE_OP(ZerosLike, {.infer = detail::infer_same, .non_differentiable = true});
+// zeros_like of a string tensor is all b'' (TensorFlow's too); ones_like refuses strings.
+DF_DEFINE_OP(ZerosLike, {.infer = detail::infer_same, .non_differentiable = true, .strings = true});
 DF_DEFINE_OP(OnesLike, {.infer = detail::infer_same, .non_differentiable = true});
 // no_op: any inputs -> (); a node to hang control dependencies on (tf.group).
 DF_DEFINE_OP(NoOp, {.num_inputs = -1, .infer = [](const OpCall&, TypeList&) {}, .non_differentiable = true,
-                    .stateful = true});
+                    .stateful = true, .strings = true});
 
 Tensor placeholder(DType dtype, const Shape& shape) {
   return dispatch1(OpId::Placeholder, {}, {{"dtype", dtype}, {"shape", shape.to_vector()}});

@@ -84,7 +84,7 @@ static TensorList vjp_gather(const OpCall& c, const TensorList& g) {
 DF_DEFINE_OP(Gather, {.num_inputs = 2,
                       .attrs = {{"axis", int64_t(0)}, {"batch_dims", int64_t(0)}},
                       .infer = infer_gather,
-                      .vjp = vjp_gather});
+                      .vjp = vjp_gather, .strings = true});
 Tensor gather(const Tensor& params, const Tensor& indices, int64_t axis, int64_t batch_dims) {
   return dispatch1(OpId::Gather, {params, indices}, {{"axis", axis}, {"batch_dims", batch_dims}});
 }
@@ -105,7 +105,7 @@ static void infer_gather_nd(const OpCall& c, TypeList& out) {
 }
 DF_DEFINE_OP(GatherNd, {.num_inputs = 2, .infer = infer_gather_nd, .vjp = [](const OpCall& c, const TensorList& g) {
                           return TensorList{scatter_nd(c.in(1), g[0], c.in(0).shape()), Tensor()};
-                        }});
+                        }, .strings = true});
 Tensor gather_nd(const Tensor& params, const Tensor& indices) { return dispatch1(OpId::GatherNd, {params, indices}); }
 
 // --- scatter_nd --- indices [..., q], updates indices[:-1] + shape[q:] -> shape; duplicates add.

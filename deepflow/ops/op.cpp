@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "deepflow/ops/op.h"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <sstream>
@@ -67,6 +68,8 @@ bool attr_equal(const AttrValue& a, const AttrValue& b) {
       if (x.impl() == y.impl()) return true;
       if (!x.defined() || !y.defined() || x.dtype() != y.dtype() || x.shape() != y.shape()) return false;
       if (x.is_symbolic() || y.is_symbolic()) return false;
+      if (x.dtype() == DType::String)
+        return std::equal(x.data<std::string>(), x.data<std::string>() + x.size(), y.data<std::string>());
       return std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()) == 0;
     }
     case AttrKind::Variable: {
@@ -259,23 +262,41 @@ static void check_inputs(const OpDef& def, std::span<const Tensor> inputs) {
     DF_CHECK(inputs[i].defined(), "[", def.name, "] input ", i, " is an undefined tensor");
 }
 
+// Most kernels copy elements as raw bytes or do arithmetic; only ops marked `strings`
+// may see a std::string buffer. Checked before infer so the message is the same for all.
+static void check_no_strings(const OpDef& def, std::span<const Tensor> inputs) {
+  if (def.strings) return;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    DF_CHECK(inputs[i].dtype() != DType::String, "[", def.name, "] unsupported dtype string (input ", i,
+             " of shape ", inputs[i].shape(), ")");
+}
+static void check_no_string_outputs(const OpDef& def, const TypeList& types) {
+  if (def.strings) return;
+  for (size_t i = 0; i < types.size(); ++i)
+    DF_CHECK(types[i].dtype != DType::String, "[", def.name, "] unsupported dtype string (output ", i, ")");
+}
+
 TypeList infer_types(OpId op, std::span<const Tensor> inputs, const Attrs& attrs) {
   const OpDef& def = op_def(op);
   check_inputs(def, inputs);
+  check_no_strings(def, inputs);
   detail::check_attrs(def, attrs);
   TypeList types;
   def.infer(OpCall{&def, inputs, &attrs, {}}, types);
+  check_no_string_outputs(def, types);
   return types;
 }
 
 TensorList dispatch(OpId op, std::span<const Tensor> inputs, const Attrs& attrs) {
   const OpDef& def = op_def(op);
   check_inputs(def, inputs);
+  check_no_strings(def, inputs);
   if (!attrs.empty() || !def.attrs.empty()) detail::check_attrs(def, attrs);
   OpCall call{&def, inputs, &attrs, {}};
   TypeList types;
   types.reserve(2);
   def.infer(call, types);
+  check_no_string_outputs(def, types);
 
   TensorList outputs;
   BuildScope* scope = t_scope;

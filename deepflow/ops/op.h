@@ -142,6 +142,10 @@ struct OpDef {
   bool non_differentiable = false;  ///< explicit mark: no gradient flows through
   bool stateful = false;            ///< random or side-effecting: never folded or merged
   bool view_output = false;         ///< kernels may return a view of input 0 (reshape)
+  /// Takes or makes string tensors (DType::String). Without it, dispatch and infer_types
+  /// refuse any string input or output with "[op] unsupported dtype string", so kernels
+  /// that memcpy elements never see a std::string.
+  bool strings = false;
   OpId id = OpId::kNumPrimitives;   ///< set by the registry
 };
 

@@ -212,7 +212,7 @@ DF_DEFINE_OP(Reshape, {.attrs = {AttrSpec::required_of("shape", AttrKind::Ints)}
                          return TensorList{x.shape().is_fully_defined() ? reshape(g[0], x.shape())
                                                                         : reshape_like(g[0], x)};
                        },
-                       .view_output = true});
+                       .view_output = true, .strings = true});
 Tensor reshape(const Tensor& x, const Shape& shape) {
   return dispatch1(OpId::Reshape, {x}, {{"shape", shape.to_vector()}});
 }
@@ -243,7 +243,7 @@ DF_DEFINE_OP(Transpose, {.attrs = {{"perm", std::vector<int64_t>{}}},
                            Axes perm = full_perm(c), inv(perm.size());
                            for (size_t i = 0; i < perm.size(); ++i) inv[size_t(perm[i])] = int64_t(i);
                            return TensorList{transpose(g[0], inv)};
-                         }});
+                         }, .strings = true});
 Tensor transpose(const Tensor& x, const Axes& perm) { return dispatch1(OpId::Transpose, {x}, {{"perm", perm}}); }
 
 // --- concat --- xs [.., d_i, ..] (same dtype, same other dims) -> [.., sum d_i, ..].
@@ -281,7 +281,7 @@ DF_DEFINE_OP(Concat, {.num_inputs = -1,
                         for (const Tensor& x : c.inputs) sizes.push_back(x.shape()[axis]);
                         if (sizes.size() == 1) return TensorList{g[0]};
                         return split(g[0], sizes, axis);
-                      }});
+                      }, .strings = true});
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
   return dispatch1(OpId::Concat, std::span<const Tensor>(xs), {{"axis", axis}});
 }
@@ -342,7 +342,7 @@ static TensorList vjp_slice(const OpCall& c, const TensorList& g) {
 DF_DEFINE_OP(Slice, {.attrs = {AttrSpec::required_of("begin", AttrKind::Ints),
                                AttrSpec::required_of("size", AttrKind::Ints)},
                      .infer = infer_slice,
-                     .vjp = vjp_slice});
+                     .vjp = vjp_slice, .strings = true});
 Tensor slice(const Tensor& x, const Axes& begin, const Axes& size) {
   return dispatch1(OpId::Slice, {x}, {{"begin", begin}, {"size", size}});
 }
@@ -359,7 +359,7 @@ DF_DEFINE_OP(StridedSlice, {.attrs = strided_attrs(false),
                               if (x.shape().is_fully_defined())
                                 return TensorList{dispatch1(OpId::StridedSliceGrad, {g[0]}, a)};
                               return TensorList{dispatch1(OpId::StridedSliceGrad, {g[0], x}, a)};
-                            }});
+                            }, .strings = true});
 Tensor strided_slice(const Tensor& x, const Axes& begin, const Axes& end, const Axes& strides, int64_t begin_mask,
                      int64_t end_mask, int64_t ellipsis_mask, int64_t new_axis_mask, int64_t shrink_axis_mask) {
   return dispatch1(OpId::StridedSlice, {x},
@@ -506,7 +506,7 @@ static TensorList vjp_tile(const OpCall& c, const TensorList& g) {
 }
 DF_DEFINE_OP(Tile, {.attrs = {AttrSpec::required_of("multiples", AttrKind::Ints)},
                     .infer = infer_tile,
-                    .vjp = vjp_tile});
+                    .vjp = vjp_tile, .strings = true});
 Tensor tile(const Tensor& x, const Axes& multiples) { return dispatch1(OpId::Tile, {x}, {{"multiples", multiples}}); }
 
 // --- broadcast_to --- x -> shape (x must broadcast to exactly shape).
@@ -527,7 +527,7 @@ DF_DEFINE_OP(BroadcastTo, {.attrs = {AttrSpec::required_of("shape", AttrKind::In
                            .infer = infer_broadcast_to,
                            .vjp = [](const OpCall& c, const TensorList& g) {
                              return TensorList{sum_to(g[0], c.in(0))};
-                           }});
+                           }, .strings = true});
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   return dispatch1(OpId::BroadcastTo, {x}, {{"shape", shape.to_vector()}});
 }
@@ -546,7 +546,7 @@ DF_DEFINE_OP(Reverse, {.attrs = {AttrSpec::required_of("axes", AttrKind::Ints)},
                        .infer = infer_reverse,
                        .vjp = [](const OpCall& c, const TensorList& g) {
                          return TensorList{reverse(g[0], c.attr_ints("axes"))};
-                       }});
+                       }, .strings = true});
 Tensor reverse(const Tensor& x, const Axes& axes) { return dispatch1(OpId::Reverse, {x}, {{"axes", axes}}); }
 
 // --- composites ---

@@ -116,6 +116,35 @@ TEST(GraphDef, MalformedMessagesAreClearErrors) {
   expect_error(d, "input 'y' is not a placeholder");
 }
 
+TEST(GraphDef, RoundTripsStringTensors) {
+  auto g = parse_graph(
+      "%s = placeholder() {dtype=str, shape=[-1]} : str[?]\n"
+      "%c = const() {value=tensor<str[3]>[\"a\", \"\\x00\\xff\", \"\"]} : str[3]\n"
+      "%j = concat(%s, %c) {axis=0} : str[?]\n"
+      "%e = const() {value=tensor<str[0]>[]} : str[0]\n"
+      "outputs(%j, %e)\n");
+  expect_round_trip(*g);
+  proto::GraphDef d;
+  graph_to_proto(*g, &d);
+  const proto::TensorProto& t = d.node(1).attr().at("value").tensor();
+  EXPECT_EQ(t.dtype(), proto::DT_STRING);
+  EXPECT_TRUE(t.content().empty());
+  ASSERT_EQ(t.string_val_size(), 3);
+  EXPECT_EQ(t.string_val(1), std::string("\0\xff", 2));
+  Tensor v = std::get<Tensor>(*graph_from_proto(d)->node(1).attrs.find("value"));
+  EXPECT_EQ(v.to_vector<std::string>(), (std::vector<std::string>{"a", std::string("\0\xff", 2), ""}));
+
+  proto::GraphDef bad = d;
+  bad.mutable_node(1)->mutable_attr()->at("value").mutable_tensor()->add_string_val("extra");
+  expect_error(bad, "node 'c': attribute 'value': tensor string[3] needs 3 string_val entries, got 4");
+  bad = d;
+  bad.mutable_node(1)->mutable_attr()->at("value").mutable_tensor()->set_content("xx");
+  expect_error(bad, "string tensor[3] must have no content bytes");
+  d = small_def();
+  (*d.mutable_node(1)->mutable_attr())["value"].mutable_tensor()->add_string_val("a");
+  expect_error(d, "tensor float32[2] has string_val entries");
+}
+
 TEST(GraphDef, FunctionLibraryErrors) {
   proto::GraphDef d;
   graph_to_proto(*testing_util::graph_with_functions(), &d);

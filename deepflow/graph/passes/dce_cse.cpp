@@ -53,9 +53,14 @@ size_t node_hash(const Node& n) {
     const Tensor& t = std::get<Tensor>(*n.attrs.find("value"));
     mix(size_t(t.dtype()));
     for (int64_t d : t.shape()) mix(size_t(d));
-    const size_t bytes = std::min<size_t>(t.nbytes(), 64);
-    std::string prefix(static_cast<const char*>(t.raw_data()), bytes);
-    mix(std::hash<std::string>{}(prefix));
+    if (t.dtype() == DType::String) {  // the elements, not the std::string objects' bytes
+      for (int64_t i = 0; i < std::min<int64_t>(t.size(), 4); ++i)
+        mix(std::hash<std::string>{}(t.data<std::string>()[i]));
+    } else {
+      const size_t bytes = std::min<size_t>(t.nbytes(), 64);
+      std::string prefix(static_cast<const char*>(t.raw_data()), bytes);
+      mix(std::hash<std::string>{}(prefix));
+    }
   }
   return h;
 }

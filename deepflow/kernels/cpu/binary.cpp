@@ -77,7 +77,9 @@ void cpu_binary(const OpCall& c, TensorList& out) {
 
 // Integer div and pow can throw per element, which must not happen inside an
 // OpenMP region; the reference kernel (single-threaded) takes those.
+// Strings (equal / not_equal) also go to the reference kernel.
 bool cannot_throw(const OpCall& c) {
+  if (c.in(0).dtype() == DType::String) return false;
   return !is_integer(c.in(0).dtype()) || (c.def->id != OpId::Div && c.def->id != OpId::Pow);
 }
 
@@ -144,6 +146,8 @@ DF_CPU_BINARY_(GreaterEqual, true);
 DF_CPU_BINARY_(LogicalAnd, true);
 DF_CPU_BINARY_(LogicalOr, true);
 #undef DF_CPU_BINARY_
-DF_REGISTER_KERNEL(Where, {.name = "cpu:omp", .priority = kCpuPriority, .run = cpu_where});
+DF_REGISTER_KERNEL(Where, {.name = "cpu:omp", .priority = kCpuPriority,
+                           .supports = [](const OpCall& c) { return c.in(1).dtype() != DType::String; },
+                           .run = cpu_where});
 
 }  // namespace deepflow

@@ -2,8 +2,12 @@
 // Optimized CPU kernels of the layout ops that training hits often: transpose,
 // concat, slice, pad, tile and broadcast_to. They only move bytes, so they work
 // per element size (1, 2, 4 or 8 bytes) and copy contiguous runs with memcpy.
+// Strings (std::string elements) must be copied by assignment: concat, slice and
+// tile do that through copy_run; transpose, pad and broadcast_to leave them to the
+// reference kernels.
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "deepflow/core/parallel.h"
 #include "deepflow/kernels/broadcast.h"
@@ -33,8 +37,22 @@ void by_size(size_t es, F&& f) {
 
 char* bytes(const Tensor& t) { return static_cast<char*>(t.raw_data()); }
 
+// Copies n elements of es bytes each: memcpy, or std::string assignment for strings.
+void copy_run(char* dst, const char* src, int64_t n, size_t es, bool strings) {
+  if (strings)
+    std::copy_n(reinterpret_cast<const std::string*>(src), n, reinterpret_cast<std::string*>(dst));
+  else
+    std::memcpy(dst, src, size_t(n) * es);
+}
+
+bool not_string(const OpCall& c) { return c.in(0).dtype() != DType::String; }
+
 // Rows per parallel chunk so that each chunk moves about kParallelGrain elements.
 int64_t row_grain(int64_t row_elems) { return std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(row_elems, 1)); }
+// String copies allocate, and bad_alloc must not escape an OpenMP region: one chunk.
+int64_t row_grain(int64_t row_elems, int64_t rows, bool strings) {
+  return strings ? std::max<int64_t>(rows, 1) : row_grain(row_elems);
+}
 
 // --- transpose ---
 // Size-1 dims are dropped and input dims that stay adjacent in the output are
@@ -157,19 +175,20 @@ void cpu_concat(const OpCall& c, TensorList& out) {
   if (o.size() == 0) return;
   const int axis = normalize_axis("concat", c.attr_int("axis"), o.rank());
   const size_t es = dtype_size(o.dtype());
+  const bool strings = o.dtype() == DType::String;
   int64_t outer = 1;
   for (int d = 0; d < axis; ++d) outer *= o.shape()[d];
   const int64_t out_row = o.size() / outer;
   std::vector<int64_t> row;
   for (const Tensor& x : c.inputs) row.push_back(x.size() / outer);
   char* po = bytes(o);
-  parallel_for(outer, row_grain(out_row), [&](int64_t rb, int64_t re) {
+  parallel_for(outer, row_grain(out_row, outer, strings), [&](int64_t rb, int64_t re) {
     for (int64_t r = rb; r < re; ++r) {
       int64_t off = 0;
       for (size_t k = 0; k < row.size(); ++k) {
         if (row[k] == 0) continue;
-        std::memcpy(po + size_t(r * out_row + off) * es, bytes(c.inputs[k]) + size_t(r * row[k]) * es,
-                    size_t(row[k]) * es);
+        copy_run(po + size_t(r * out_row + off) * es, bytes(c.inputs[k]) + size_t(r * row[k]) * es, row[k], es,
+                 strings);
         off += row[k];
       }
     }
@@ -184,23 +203,24 @@ void cpu_slice(const OpCall& c, TensorList& out) {
   const auto& begin = c.attr_ints("begin");
   const int r = x.rank();
   const size_t es = dtype_size(x.dtype());
+  const bool strings = x.dtype() == DType::String;
   int last = r - 1;
   while (last >= 0 && o.shape()[last] == x.shape()[last]) --last;
   if (last < 0) {
-    std::memcpy(o.raw_data(), x.raw_data(), x.nbytes());
+    copy_run(bytes(o), bytes(x), x.size(), es, strings);
     return;
   }
   std::vector<int64_t> in_stride = contiguous_strides(x.shape());
   const int64_t run = o.shape()[last] * in_stride[size_t(last)];
   const int64_t rows = o.size() / run;
-  parallel_for(rows, row_grain(run), [&](int64_t rb, int64_t re) {
+  parallel_for(rows, row_grain(run, rows, strings), [&](int64_t rb, int64_t re) {
     for (int64_t row = rb; row < re; ++row) {
       int64_t rem = row, off = begin[size_t(last)] * in_stride[size_t(last)];
       for (int d = last - 1; d >= 0; --d) {
         off += (rem % o.shape()[d] + begin[size_t(d)]) * in_stride[size_t(d)];
         rem /= o.shape()[d];
       }
-      std::memcpy(bytes(o) + size_t(row * run) * es, bytes(x) + size_t(off) * es, size_t(run) * es);
+      copy_run(bytes(o) + size_t(row * run) * es, bytes(x) + size_t(off) * es, run, es, strings);
     }
   });
 }
@@ -243,14 +263,15 @@ void cpu_tile(const OpCall& c, TensorList& out) {
   if (o.size() == 0) return;
   const int r = x.rank();
   const size_t es = dtype_size(x.dtype());
+  const bool strings = x.dtype() == DType::String;
   if (r == 0) {
-    std::memcpy(o.raw_data(), x.raw_data(), es);
+    copy_run(bytes(o), bytes(x), 1, es, strings);
     return;
   }
   std::vector<int64_t> is = contiguous_strides(x.shape());
   const int64_t run = x.shape()[r - 1], reps = o.shape()[r - 1] / run, orow = o.shape()[r - 1];
   const int64_t rows = o.size() / orow;
-  parallel_for(rows, row_grain(orow), [&](int64_t rb, int64_t re) {
+  parallel_for(rows, row_grain(orow, rows, strings), [&](int64_t rb, int64_t re) {
     for (int64_t row = rb; row < re; ++row) {
       int64_t rem = row, off = 0;
       for (int d = r - 2; d >= 0; --d) {
@@ -259,7 +280,7 @@ void cpu_tile(const OpCall& c, TensorList& out) {
       }
       char* dst = bytes(o) + size_t(row * orow) * es;
       for (int64_t k = 0; k < reps; ++k)
-        std::memcpy(dst + size_t(k * run) * es, bytes(x) + size_t(off) * es, size_t(run) * es);
+        copy_run(dst + size_t(k * run) * es, bytes(x) + size_t(off) * es, run, es, strings);
     }
   });
 }
@@ -285,11 +306,13 @@ void cpu_broadcast_to(const OpCall& c, TensorList& out) {
 
 }  // namespace
 
-DF_REGISTER_KERNEL(Transpose, {.name = "cpu:copy", .priority = kCpuPriority, .run = cpu_transpose});
+DF_REGISTER_KERNEL(Transpose, {.name = "cpu:copy", .priority = kCpuPriority, .supports = not_string,
+                               .run = cpu_transpose});
 DF_REGISTER_KERNEL(Concat, {.name = "cpu:copy", .priority = kCpuPriority, .run = cpu_concat});
 DF_REGISTER_KERNEL(Slice, {.name = "cpu:copy", .priority = kCpuPriority, .run = cpu_slice});
-DF_REGISTER_KERNEL(Pad, {.name = "cpu:copy", .priority = kCpuPriority, .run = cpu_pad});
+DF_REGISTER_KERNEL(Pad, {.name = "cpu:copy", .priority = kCpuPriority, .supports = not_string, .run = cpu_pad});
 DF_REGISTER_KERNEL(Tile, {.name = "cpu:copy", .priority = kCpuPriority, .run = cpu_tile});
-DF_REGISTER_KERNEL(BroadcastTo, {.name = "cpu:copy", .priority = kCpuPriority, .run = cpu_broadcast_to});
+DF_REGISTER_KERNEL(BroadcastTo, {.name = "cpu:copy", .priority = kCpuPriority, .supports = not_string,
+                                 .run = cpu_broadcast_to});
 
 }  // namespace deepflow

@@ -11,6 +11,17 @@ template <class Op, bool kCompare>
 void ref_binary(const OpCall& c, TensorList& out) {
   const Tensor &a = c.in(0), &b = c.in(1);
   Tensor& o = out[0];
+  if (a.dtype() == DType::String) {  // only equal / not_equal are marked `strings`
+    if constexpr (std::is_same_v<Op, fn::Equal> || std::is_same_v<Op, fn::NotEqual>) {
+      const std::string* pa = a.data<std::string>();
+      const std::string* pb = b.data<std::string>();
+      for (int64_t i = 0, n = o.size(); i < n; ++i)
+        o.data<bool>()[i] = Op::template f<const std::string&>(pa[ref::broadcast_offset(o.shape(), a.shape(), i)],
+                                                                pb[ref::broadcast_offset(o.shape(), b.shape(), i)]);
+      return;
+    }
+    dtype_unsupported(c.name(), a.dtype());
+  }
   DF_DISPATCH_ALL(a.dtype(), c.name(), [&] {
     using CT = compute_t<scalar_t>;
     const scalar_t* pa = a.data<scalar_t>();
@@ -28,7 +39,7 @@ void ref_binary(const OpCall& c, TensorList& out) {
 void ref_where(const OpCall& c, TensorList& out) {
   const Tensor &cond = c.in(0), &x = c.in(1), &y = c.in(2);
   Tensor& o = out[0];
-  DF_DISPATCH_ALL(x.dtype(), "where", [&] {
+  DF_DISPATCH_ALL_AND_STRING(x.dtype(), "where", [&] {
     for (int64_t i = 0, n = o.size(); i < n; ++i) {
       bool k = cond.data<bool>()[ref::broadcast_offset(o.shape(), cond.shape(), i)];
       o.data<scalar_t>()[i] = k ? x.data<scalar_t>()[ref::broadcast_offset(o.shape(), x.shape(), i)]

@@ -34,7 +34,7 @@ void ref_sum_to_like(const OpCall& c, TensorList& out) {
 void ref_broadcast_like(const OpCall& c, TensorList& out) {
   const Tensor& x = c.in(0);
   Tensor& o = out[0];
-  DF_DISPATCH_ALL(x.dtype(), "broadcast_like", [&] {
+  DF_DISPATCH_ALL_AND_STRING(x.dtype(), "broadcast_like", [&] {
     const scalar_t* px = x.data<scalar_t>();
     scalar_t* po = o.data<scalar_t>();
     for (int64_t f = 0, n = o.size(); f < n; ++f) po[f] = px[ref::broadcast_offset(o.shape(), x.shape(), f)];

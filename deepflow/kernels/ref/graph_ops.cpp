@@ -29,6 +29,7 @@ void run_assign_variable(const OpCall& c, TensorList&) {
 void run_fill(const OpCall& c, TensorList& out, double value) {
   Tensor& o = out[0];
   if (value == 0) {
+    if (o.dtype() == DType::String) return;  // a new string tensor already holds b''
     if (o.nbytes()) std::memset(o.raw_data(), 0, o.nbytes());
     return;
   }

@@ -52,7 +52,7 @@ void ref_gather(const OpCall& c, TensorList& out) {
   for (size_t j = 0; j < idx.size(); ++j)
     DF_CHECK(idx[j] >= 0 && idx[j] < N, "[gather] indices[", index_string(indices.shape(), int64_t(j)), "] = ", idx[j],
              " is not in [0, ", N, ")");
-  DF_DISPATCH_ALL(params.dtype(), "gather", [&] {
+  DF_DISPATCH_ALL_AND_STRING(params.dtype(), "gather", [&] {
     const scalar_t* pp = params.data<scalar_t>();
     scalar_t* po = out[0].data<scalar_t>();
     for (int64_t b = 0; b < B; ++b)
@@ -87,7 +87,7 @@ void ref_gather_nd(const OpCall& c, TensorList& out) {
   const Tensor &params = c.in(0), &indices = c.in(1);
   const std::vector<int64_t> offs = nd_offsets("gather_nd", "params of shape", indices, params.shape());
   const int64_t s = detail::dims_product(params.shape(), int(indices.dim(-1)), params.rank());
-  DF_DISPATCH_ALL(params.dtype(), "gather_nd", [&] {
+  DF_DISPATCH_ALL_AND_STRING(params.dtype(), "gather_nd", [&] {
     const scalar_t* pp = params.data<scalar_t>();
     scalar_t* po = out[0].data<scalar_t>();
     for (size_t i = 0; i < offs.size(); ++i)

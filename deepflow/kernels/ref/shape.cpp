@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Reference kernels of the shape and layout primitives: one element at a time,
-// through multi-indices. They only move data, so every dtype works.
+// through multi-indices. They only move data, so every dtype works (strings by
+// assignment), except pad and strided_slice_grad, which need a fill value.
 #include <cstring>
 
 #include "deepflow/kernels/kernel.h"
@@ -33,7 +34,7 @@ void ref_transpose(const OpCall& c, TensorList& out) {
   std::vector<int64_t> perm = c.attr_ints("perm");
   if (perm.empty())
     for (int i = x.rank() - 1; i >= 0; --i) perm.push_back(i);
-  DF_DISPATCH_ALL(x.dtype(), "transpose", [&] {
+  DF_DISPATCH_ALL_AND_STRING(x.dtype(), "transpose", [&] {
     const scalar_t* px = x.data<scalar_t>();
     scalar_t* po = o.data<scalar_t>();
     int64_t oi[kMaxRank], xi[kMaxRank];
@@ -48,7 +49,7 @@ void ref_transpose(const OpCall& c, TensorList& out) {
 void ref_concat(const OpCall& c, TensorList& out) {
   Tensor& o = out[0];
   const int axis = normalize_axis("concat", c.attr_int("axis"), o.rank());
-  DF_DISPATCH_ALL(o.dtype(), "concat", [&] {
+  DF_DISPATCH_ALL_AND_STRING(o.dtype(), "concat", [&] {
     scalar_t* po = o.data<scalar_t>();
     int64_t idx[kMaxRank], offset = 0;
     for (const Tensor& x : c.inputs) {
@@ -67,7 +68,7 @@ void ref_slice(const OpCall& c, TensorList& out) {
   const Tensor& x = c.in(0);
   Tensor& o = out[0];
   const auto& begin = c.attr_ints("begin");
-  DF_DISPATCH_ALL(x.dtype(), "slice", [&] {
+  DF_DISPATCH_ALL_AND_STRING(x.dtype(), "slice", [&] {
     const scalar_t* px = x.data<scalar_t>();
     scalar_t* po = o.data<scalar_t>();
     int64_t idx[kMaxRank];
@@ -96,7 +97,7 @@ void for_each_strided(const OpCall& c, const Shape& full, F&& f) {
 
 void ref_strided_slice(const OpCall& c, TensorList& out) {
   const Tensor& x = c.in(0);
-  DF_DISPATCH_ALL(x.dtype(), "strided_slice", [&] {
+  DF_DISPATCH_ALL_AND_STRING(x.dtype(), "strided_slice", [&] {
     const scalar_t* px = x.data<scalar_t>();
     scalar_t* po = out[0].data<scalar_t>();
     for_each_strided(c, x.shape(), [&](int64_t i, int64_t src) { po[i] = px[src]; });
@@ -135,7 +136,7 @@ void ref_pad(const OpCall& c, TensorList& out) {
 void ref_tile(const OpCall& c, TensorList& out) {
   const Tensor& x = c.in(0);
   Tensor& o = out[0];
-  DF_DISPATCH_ALL(x.dtype(), "tile", [&] {
+  DF_DISPATCH_ALL_AND_STRING(x.dtype(), "tile", [&] {
     const scalar_t* px = x.data<scalar_t>();
     scalar_t* po = o.data<scalar_t>();
     int64_t idx[kMaxRank];
@@ -150,7 +151,7 @@ void ref_tile(const OpCall& c, TensorList& out) {
 void ref_broadcast_to(const OpCall& c, TensorList& out) {
   const Tensor& x = c.in(0);
   Tensor& o = out[0];
-  DF_DISPATCH_ALL(x.dtype(), "broadcast_to", [&] {
+  DF_DISPATCH_ALL_AND_STRING(x.dtype(), "broadcast_to", [&] {
     const scalar_t* px = x.data<scalar_t>();
     scalar_t* po = o.data<scalar_t>();
     for (int64_t f = 0, n = o.size(); f < n; ++f) po[f] = px[ref::broadcast_offset(o.shape(), x.shape(), f)];
@@ -162,7 +163,7 @@ void ref_reverse(const OpCall& c, TensorList& out) {
   Tensor& o = out[0];
   bool flip[kMaxRank] = {};
   for (int64_t a : c.attr_ints("axes")) flip[normalize_axis("reverse", a, x.rank())] = true;
-  DF_DISPATCH_ALL(x.dtype(), "reverse", [&] {
+  DF_DISPATCH_ALL_AND_STRING(x.dtype(), "reverse", [&] {
     const scalar_t* px = x.data<scalar_t>();
     scalar_t* po = o.data<scalar_t>();
     int64_t idx[kMaxRank];
