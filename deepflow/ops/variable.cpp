@@ -24,6 +24,18 @@ Variable::Variable(const Tensor& initial_value, std::string name, bool trainable
   state_->impl.flags = trainable ? kTrainableVariable : 0;
 }
 
+Variable Variable::wrap(const Tensor& value, std::string name, bool trainable) {
+  DF_CHECK(value.defined() && !value.is_symbolic(), "[Variable] '", name, "' needs a concrete value");
+  Variable v;
+  v.state_ = std::make_shared<State>();
+  v.state_->name = std::move(name);
+  v.state_->trainable = trainable;
+  v.state_->impl = *value.impl();
+  v.state_->impl.id = TensorImpl::next_id();
+  v.state_->impl.flags = trainable ? kTrainableVariable : 0;
+  return v;
+}
+
 Tensor Variable::value() const {
   DF_CHECK(state_, "[Variable] read of an undefined variable");
   if (current_build_scope()) {

@@ -27,6 +27,10 @@ class Variable {
   Variable() = default;
   /// A variable holding a copy of initial_value.
   explicit Variable(const Tensor& initial_value, std::string name = "Variable", bool trainable = true);
+  /// A variable whose value is `value` itself, sharing its buffer (no copy): for
+  /// memory-mapped checkpoint and SavedModel tensors. Safe because assignments swap
+  /// buffers and never write into one.
+  static Variable wrap(const Tensor& value, std::string name = "Variable", bool trainable = true);
 
   bool defined() const { return state_ != nullptr; }
   /// Reads the current value (a tensor that shares the variable's id).

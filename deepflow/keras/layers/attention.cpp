@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "deepflow/core/error.h"
+#include "deepflow/keras/serialization.h"
 #include "deepflow/ops/ops.h"
 
 namespace deepflow::keras::layers {
@@ -128,4 +129,28 @@ Config MultiHeadAttentionImpl::get_config() const {
   return c;
 }
 
+// --- registration (serialization.h) ---
+
+namespace {
+
+const bool kRegistered = register_layer("MultiHeadAttention", [](const Config& c) -> LayerPtr {
+  namespace ser = serialization;
+  DF_CHECK(!c.contains("attention_axes") || c["attention_axes"].is_null(), "[keras.layers.deserialize] "
+           "MultiHeadAttention '", ser::name_of(c), "': attention_axes is not supported, got ", c["attention_axes"].dump());
+  return MultiHeadAttention(c.at("num_heads").get<int64_t>(), c.at("key_dim").get<int64_t>(),
+                            MultiHeadAttentionOptions{
+                                .value_dim = ser::optional_int_of(c, "value_dim"),
+                                .dropout = ser::value_or(c, "dropout", 0.0),
+                                .use_bias = ser::value_or(c, "use_bias", true),
+                                .output_shape = ser::optional_int_of(c, "output_shape"),
+                                .use_causal_mask = ser::value_or(c, "use_causal_mask", false),
+                                .kernel_initializer = ser::initializer_of(c, "kernel_initializer", "GlorotUniform"),
+                                .bias_initializer = ser::initializer_of(c, "bias_initializer", "Zeros"),
+                                .kernel_regularizer = ser::regularizer_of(c, "kernel_regularizer"),
+                                .bias_regularizer = ser::regularizer_of(c, "bias_regularizer"),
+                                .seed = ser::optional_int_of(c, "seed"),
+                                .name = ser::name_of(c)});
+});
+
+}  // namespace
 }  // namespace deepflow::keras::layers

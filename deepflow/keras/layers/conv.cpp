@@ -8,6 +8,7 @@
 
 #include "deepflow/core/error.h"
 #include "deepflow/keras/activations.h"
+#include "deepflow/keras/serialization.h"
 #include "deepflow/ops/ops.h"
 
 namespace deepflow::keras::layers {
@@ -338,4 +339,77 @@ Config SeparableConv2DImpl::get_config() const {
   return c;
 }
 
+// --- registration (serialization.h) ---
+
+namespace {
+
+namespace ser = serialization;
+
+// The options every conv shares, read back from common_config's fields.
+template <class Options>
+Options conv_options(const Config& c, const char* kernel_init_key = "kernel_initializer",
+                     const char* kernel_reg_key = "kernel_regularizer") {
+  Options o;
+  if (c.contains("strides")) o.strides = ser::ints_of(c, "strides");
+  o.padding = ser::value_or<std::string>(c, "padding", "valid");
+  if (c.contains("dilation_rate")) o.dilation_rate = ser::ints_of(c, "dilation_rate");
+  o.activation = ser::activation_of(c);
+  o.use_bias = ser::value_or(c, "use_bias", true);
+  o.bias_initializer = ser::initializer_of(c, "bias_initializer", "Zeros");
+  o.bias_regularizer = ser::regularizer_of(c, "bias_regularizer");
+  o.name = ser::name_of(c);
+  if constexpr (requires { o.kernel_initializer; }) {
+    o.kernel_initializer = ser::initializer_of(c, kernel_init_key, "GlorotUniform");
+    o.kernel_regularizer = ser::regularizer_of(c, kernel_reg_key);
+  }
+  return o;
+}
+
+void check_channels_last(const Config& c) {
+  DF_CHECK(ser::value_or<std::string>(c, "data_format", "channels_last") == "channels_last",
+           "[keras.layers.deserialize] only data_format \"channels_last\" is supported, got ",
+           c.at("data_format").dump());
+}
+
+const bool kRegistered = [] {
+  register_layer("Conv1D", [](const Config& c) -> LayerPtr {
+    check_channels_last(c);
+    auto o = conv_options<Conv1DOptions>(c);
+    o.groups = ser::value_or<int64_t>(c, "groups", 1);
+    return Conv1D(c.at("filters").get<int64_t>(), ser::ints_of(c, "kernel_size"), std::move(o));
+  });
+  register_layer("Conv2D", [](const Config& c) -> LayerPtr {
+    check_channels_last(c);
+    auto o = conv_options<Conv2DOptions>(c);
+    o.groups = ser::value_or<int64_t>(c, "groups", 1);
+    return Conv2D(c.at("filters").get<int64_t>(), ser::ints_of(c, "kernel_size"), std::move(o));
+  });
+  register_layer("Conv2DTranspose", [](const Config& c) -> LayerPtr {
+    check_channels_last(c);
+    auto o = conv_options<Conv2DTransposeOptions>(c);
+    if (c.contains("output_padding") && !c["output_padding"].is_null()) o.output_padding = ser::ints_of(c, "output_padding");
+    return Conv2DTranspose(c.at("filters").get<int64_t>(), ser::ints_of(c, "kernel_size"), std::move(o));
+  });
+  register_layer("DepthwiseConv2D", [](const Config& c) -> LayerPtr {
+    check_channels_last(c);
+    auto o = conv_options<DepthwiseConv2DOptions>(c);
+    o.depth_multiplier = ser::value_or<int64_t>(c, "depth_multiplier", 1);
+    o.depthwise_initializer = ser::initializer_of(c, "depthwise_initializer", "GlorotUniform");
+    o.depthwise_regularizer = ser::regularizer_of(c, "depthwise_regularizer");
+    return DepthwiseConv2D(ser::ints_of(c, "kernel_size"), std::move(o));
+  });
+  register_layer("SeparableConv2D", [](const Config& c) -> LayerPtr {
+    check_channels_last(c);
+    auto o = conv_options<SeparableConv2DOptions>(c);
+    o.depth_multiplier = ser::value_or<int64_t>(c, "depth_multiplier", 1);
+    o.depthwise_initializer = ser::initializer_of(c, "depthwise_initializer", "GlorotUniform");
+    o.pointwise_initializer = ser::initializer_of(c, "pointwise_initializer", "GlorotUniform");
+    o.depthwise_regularizer = ser::regularizer_of(c, "depthwise_regularizer");
+    o.pointwise_regularizer = ser::regularizer_of(c, "pointwise_regularizer");
+    return SeparableConv2D(c.at("filters").get<int64_t>(), ser::ints_of(c, "kernel_size"), std::move(o));
+  });
+  return true;
+}();
+
+}  // namespace
 }  // namespace deepflow::keras::layers

@@ -5,6 +5,7 @@
 
 #include "deepflow/core/error.h"
 #include "deepflow/keras/activations.h"
+#include "deepflow/keras/serialization.h"
 #include "deepflow/ops/ops.h"
 
 namespace deepflow::keras::layers {
@@ -19,12 +20,17 @@ InputLayerImpl::InputLayerImpl(Shape shape, DType dtype, std::string name)
 Tensor InputLayerImpl::call(const Tensor& x, bool) {
   Shape want = output_.shape();
   DF_CHECK(x.shape().compatible_with(want), "[", name(), "] expects inputs of shape ", want, ", got ", x.shape());
-  return x;
+  // On a Keras tensor (a Sequential with an InputLayer called inside a functional model)
+  // a new tensor keeps the caller's history of x: the call is recorded under its output.
+  return is_keras_tensor(x) ? identity(x) : x;
 }
 
 Config InputLayerImpl::get_config() const {
   Config c = Layer::get_config();
-  c["batch_shape"] = output_.shape().to_vector();
+  // Keras writes an unknown dim (the batch) as null.
+  Config dims = Config::array();
+  for (int64_t d : output_.shape().to_vector()) dims.push_back(d < 0 ? Config(nullptr) : Config(d));
+  c["batch_shape"] = dims;
   c["dtype"] = dtype_name(dtype_);
   return c;
 }
@@ -153,4 +159,44 @@ Config DropoutImpl::get_config() const {
   return c;
 }
 
+// --- registration (serialization.h) ---
+
+namespace {
+
+namespace ser = serialization;
+
+const bool kRegistered = [] {
+  register_layer("InputLayer", [](const Config& c) -> LayerPtr {
+    // batch_shape (Keras 3) or batch_input_shape (Keras 2), the batch dim first.
+    const Config& bs = c.contains("batch_shape") ? c.at("batch_shape") : c.at("batch_input_shape");
+    std::vector<int64_t> dims;
+    for (size_t i = 1; i < bs.size(); ++i) dims.push_back(bs[i].is_null() ? -1 : bs[i].get<int64_t>());
+    const DType dt = dtype_from_name(ser::value_or<std::string>(c, "dtype", "float32"));
+    return InputLayer(Shape(dims), dt, ser::name_of(c));
+  });
+  register_layer("Dense", [](const Config& c) -> LayerPtr {
+    return Dense(c.at("units").get<int64_t>(),
+                 DenseOptions{.activation = ser::activation_of(c),
+                              .use_bias = ser::value_or(c, "use_bias", true),
+                              .kernel_initializer = ser::initializer_of(c, "kernel_initializer", "GlorotUniform"),
+                              .bias_initializer = ser::initializer_of(c, "bias_initializer", "Zeros"),
+                              .kernel_regularizer = ser::regularizer_of(c, "kernel_regularizer"),
+                              .bias_regularizer = ser::regularizer_of(c, "bias_regularizer"),
+                              .name = ser::name_of(c)});
+  });
+  register_layer("Activation", [](const Config& c) -> LayerPtr {
+    return Activation(ser::value_or<std::string>(c, "activation", "linear"), ser::name_of(c));
+  });
+  register_layer("Flatten", [](const Config& c) -> LayerPtr { return Flatten(ser::name_of(c)); });
+  register_layer("Reshape", [](const Config& c) -> LayerPtr {
+    return Reshape(Shape(ser::ints_of(c, "target_shape")), ser::name_of(c));
+  });
+  register_layer("Dropout", [](const Config& c) -> LayerPtr {
+    return Dropout(c.at("rate").get<double>(), ser::optional_int_of(c, "seed"),
+                   ser::name_of(c));
+  });
+  return true;
+}();
+
+}  // namespace
 }  // namespace deepflow::keras::layers

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "deepflow/core/error.h"
+#include "deepflow/keras/serialization.h"
 #include "deepflow/ops/ops.h"
 
 namespace deepflow::keras::layers {
@@ -39,4 +40,19 @@ Config EmbeddingImpl::get_config() const {
   return c;
 }
 
+// --- registration (serialization.h) ---
+
+namespace {
+
+const bool kRegistered = register_layer("Embedding", [](const Config& c) -> LayerPtr {
+  namespace ser = serialization;
+  DF_CHECK(!ser::value_or(c, "mask_zero", false), "[keras.layers.deserialize] Embedding '", ser::name_of(c),
+           "': mask_zero is not supported");
+  return Embedding(c.at("input_dim").get<int64_t>(), c.at("output_dim").get<int64_t>(),
+                   EmbeddingOptions{.embeddings_initializer = ser::initializer_of(c, "embeddings_initializer", ""),
+                                    .embeddings_regularizer = ser::regularizer_of(c, "embeddings_regularizer"),
+                                    .name = ser::name_of(c)});
+});
+
+}  // namespace
 }  // namespace deepflow::keras::layers

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "deepflow/core/error.h"
+#include "deepflow/keras/serialization.h"
 #include "deepflow/ops/ops.h"
 
 namespace deepflow::keras::layers {
@@ -143,4 +144,27 @@ Config ConcatenateImpl::get_config() const {
   return c;
 }
 
+// --- registration (serialization.h) ---
+
+namespace {
+
+template <class Holder>
+void register_merge(const char* cls) {
+  register_layer(cls, [](const Config& c) -> LayerPtr { return Holder(serialization::name_of(c)); });
+}
+
+const bool kRegistered = [] {
+  register_merge<Add>("Add");
+  register_merge<Subtract>("Subtract");
+  register_merge<Multiply>("Multiply");
+  register_merge<Average>("Average");
+  register_merge<Maximum>("Maximum");
+  register_merge<Minimum>("Minimum");
+  register_layer("Concatenate", [](const Config& c) -> LayerPtr {
+    return Concatenate(serialization::value_or<int64_t>(c, "axis", -1), serialization::name_of(c));
+  });
+  return true;
+}();
+
+}  // namespace
 }  // namespace deepflow::keras::layers

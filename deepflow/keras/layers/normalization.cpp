@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "deepflow/core/error.h"
+#include "deepflow/keras/serialization.h"
 #include "deepflow/ops/ops.h"
 
 namespace deepflow::keras::layers {
@@ -217,4 +218,46 @@ Config LayerNormalizationImpl::get_config() const {
   return c;
 }
 
+// --- registration (serialization.h) ---
+
+namespace {
+
+namespace ser = serialization;
+
+const bool kRegistered = [] {
+  register_layer("BatchNormalization", [](const Config& c) -> LayerPtr {
+    // Keras 2 could write the axis as a one-element list.
+    const std::vector<int64_t> axis = c.contains("axis") ? ser::ints_of(c, "axis") : std::vector<int64_t>{-1};
+    DF_CHECK(axis.size() == 1, "[keras.layers.deserialize] BatchNormalization '", ser::name_of(c),
+             "' takes one axis, got ", c.at("axis").dump());
+    return BatchNormalization(BatchNormalizationOptions{
+        .axis = axis[0],
+        .momentum = ser::value_or(c, "momentum", 0.99),
+        .epsilon = ser::value_or(c, "epsilon", 1e-3),
+        .center = ser::value_or(c, "center", true),
+        .scale = ser::value_or(c, "scale", true),
+        .beta_initializer = ser::initializer_of(c, "beta_initializer", "Zeros"),
+        .gamma_initializer = ser::initializer_of(c, "gamma_initializer", "Ones"),
+        .moving_mean_initializer = ser::initializer_of(c, "moving_mean_initializer", "Zeros"),
+        .moving_variance_initializer = ser::initializer_of(c, "moving_variance_initializer", "Ones"),
+        .beta_regularizer = ser::regularizer_of(c, "beta_regularizer"),
+        .gamma_regularizer = ser::regularizer_of(c, "gamma_regularizer"),
+        .name = ser::name_of(c)});
+  });
+  register_layer("LayerNormalization", [](const Config& c) -> LayerPtr {
+    return LayerNormalization(LayerNormalizationOptions{
+        .axis = c.contains("axis") ? ser::ints_of(c, "axis") : std::vector<int64_t>{-1},
+        .epsilon = ser::value_or(c, "epsilon", 1e-3),
+        .center = ser::value_or(c, "center", true),
+        .scale = ser::value_or(c, "scale", true),
+        .beta_initializer = ser::initializer_of(c, "beta_initializer", "Zeros"),
+        .gamma_initializer = ser::initializer_of(c, "gamma_initializer", "Ones"),
+        .beta_regularizer = ser::regularizer_of(c, "beta_regularizer"),
+        .gamma_regularizer = ser::regularizer_of(c, "gamma_regularizer"),
+        .name = ser::name_of(c)});
+  });
+  return true;
+}();
+
+}  // namespace
 }  // namespace deepflow::keras::layers

@@ -7,6 +7,7 @@
 #include <cctype>
 
 #include "deepflow/core/error.h"
+#include "deepflow/keras/serialization.h"
 #include "deepflow/ops/ops.h"
 
 namespace deepflow::keras::layers {
@@ -75,4 +76,39 @@ Config GlobalPoolingImpl::get_config() const {
   return c;
 }
 
+// --- registration (serialization.h) ---
+
+namespace {
+
+namespace ser = serialization;
+
+template <class Holder>
+void register_pooling(const char* cls) {
+  register_layer(cls, [](const Config& c) -> LayerPtr {
+    PoolingOptions o{.padding = ser::value_or<std::string>(c, "padding", "valid"), .name = ser::name_of(c)};
+    if (c.contains("strides") && !c["strides"].is_null()) o.strides = ser::ints_of(c, "strides");
+    return Holder(c.contains("pool_size") ? IntTuple(ser::ints_of(c, "pool_size")) : IntTuple(2), std::move(o));
+  });
+}
+
+template <class Holder>
+void register_global_pooling(const char* cls) {
+  register_layer(cls, [](const Config& c) -> LayerPtr {
+    return Holder(GlobalPoolingOptions{.keepdims = ser::value_or(c, "keepdims", false), .name = ser::name_of(c)});
+  });
+}
+
+const bool kRegistered = [] {
+  register_pooling<MaxPooling1D>("MaxPooling1D");
+  register_pooling<AveragePooling1D>("AveragePooling1D");
+  register_pooling<MaxPooling2D>("MaxPooling2D");
+  register_pooling<AveragePooling2D>("AveragePooling2D");
+  register_global_pooling<GlobalAveragePooling1D>("GlobalAveragePooling1D");
+  register_global_pooling<GlobalMaxPooling1D>("GlobalMaxPooling1D");
+  register_global_pooling<GlobalAveragePooling2D>("GlobalAveragePooling2D");
+  register_global_pooling<GlobalMaxPooling2D>("GlobalMaxPooling2D");
+  return true;
+}();
+
+}  // namespace
 }  // namespace deepflow::keras::layers

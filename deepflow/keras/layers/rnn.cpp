@@ -5,6 +5,7 @@
 
 #include "deepflow/core/error.h"
 #include "deepflow/keras/activations.h"
+#include "deepflow/keras/serialization.h"
 #include "deepflow/ops/ops.h"
 
 namespace deepflow::keras::layers {
@@ -401,4 +402,72 @@ Config BidirectionalImpl::get_config() const {
   return c;
 }
 
+// --- registration (serialization.h) ---
+
+namespace {
+
+namespace ser = serialization;
+
+// The fields SimpleRNN, LSTM and GRU share; unsupported features are refused by name.
+template <class Options>
+Options rnn_options(const char* cls, const Config& c) {
+  for (const char* key : {"dropout", "recurrent_dropout"})
+    DF_CHECK(ser::value_or(c, key, 0.0) == 0.0, "[keras.layers.deserialize] ", cls, " '", ser::name_of(c), "': ", key,
+             " is not supported, got ", c.at(key).dump());
+  DF_CHECK(!ser::value_or(c, "stateful", false), "[keras.layers.deserialize] ", cls, " '", ser::name_of(c),
+           "': stateful is not supported");
+  Options o;
+  o.activation = c.contains("activation") ? ser::activation_of(c) : "tanh";
+  o.use_bias = ser::value_or(c, "use_bias", true);
+  o.kernel_initializer = ser::initializer_of(c, "kernel_initializer", "GlorotUniform");
+  o.recurrent_initializer = ser::initializer_of(c, "recurrent_initializer", "Orthogonal");
+  o.bias_initializer = ser::initializer_of(c, "bias_initializer", "Zeros");
+  o.kernel_regularizer = ser::regularizer_of(c, "kernel_regularizer");
+  o.recurrent_regularizer = ser::regularizer_of(c, "recurrent_regularizer");
+  o.bias_regularizer = ser::regularizer_of(c, "bias_regularizer");
+  o.return_sequences = ser::value_or(c, "return_sequences", false);
+  o.return_state = ser::value_or(c, "return_state", false);
+  o.go_backwards = ser::value_or(c, "go_backwards", false);
+  o.name = ser::name_of(c);
+  if constexpr (requires { o.recurrent_activation; })
+    o.recurrent_activation = c.contains("recurrent_activation") ? ser::activation_of(c, "recurrent_activation")
+                                                                : "sigmoid";
+  return o;
+}
+
+// Bidirectional's config holds its forward copy ("forward_<name>") and its backward one;
+// the wrapped layer is the forward copy under its original name, so the rebuilt
+// wrapper's copies get the saved names (Keras 3 strips the prefix the same way).
+LayerPtr bidirectional_from_config(const Config& c) {
+  Config inner = c.at("layer");
+  std::string name = ser::name_of(inner.at("config"));
+  if (name.rfind("forward_", 0) == 0) inner["config"]["name"] = name.substr(8);
+  BidirectionalOptions o{.merge_mode = c.contains("merge_mode") && !c["merge_mode"].is_null()
+                                           ? c["merge_mode"].get<std::string>()
+                                           : std::string(),
+                         .name = ser::name_of(c)};
+  if (c.contains("backward_layer") && !c["backward_layer"].is_null())
+    o.backward_layer = layer_from_config(c["backward_layer"]);
+  return Bidirectional(layer_from_config(inner), std::move(o));
+}
+
+const bool kRegistered = [] {
+  register_layer("SimpleRNN", [](const Config& c) -> LayerPtr {
+    return SimpleRNN(c.at("units").get<int64_t>(), rnn_options<SimpleRNNOptions>("SimpleRNN", c));
+  });
+  register_layer("LSTM", [](const Config& c) -> LayerPtr {
+    auto o = rnn_options<LSTMOptions>("LSTM", c);
+    o.unit_forget_bias = ser::value_or(c, "unit_forget_bias", true);
+    return LSTM(c.at("units").get<int64_t>(), std::move(o));
+  });
+  register_layer("GRU", [](const Config& c) -> LayerPtr {
+    auto o = rnn_options<GRUOptions>("GRU", c);
+    o.reset_after = ser::value_or(c, "reset_after", true);
+    return GRU(c.at("units").get<int64_t>(), std::move(o));
+  });
+  register_layer("Bidirectional", bidirectional_from_config);
+  return true;
+}();
+
+}  // namespace
 }  // namespace deepflow::keras::layers
