@@ -142,9 +142,6 @@ struct IteratorContext {
   std::string prefix;                      ///< "0/map" for the first input of...
   /// The node of the consuming iterator (parent in the autotune tree), or null.
   autotune::Node* parent = nullptr;
-  /// Counts the iterators made from the same dataset (e.g. repeat's passes):
-  /// shuffle with reshuffle_each_iteration uses it to pick a fresh order.
-  int64_t iteration = 0;
   /// The same context for input `index` of an iterator named `name`.
   IteratorContext child(const std::string& name, int index, autotune::Node* node) const;
 };

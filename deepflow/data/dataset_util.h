@@ -68,11 +68,6 @@ Element read_element(const IteratorStateReader& r, const std::string& key);
 /// Cardinality of `n` passes over a dataset of cardinality c (n < 0: forever).
 int64_t repeat_cardinality(int64_t c, int64_t n);
 
-/// Mixes a pass number into an iteration count (repeat's and flat_map's inputs).
-inline int64_t next_iteration(int64_t iteration, int64_t pass) {
-  return int64_t(uint64_t(iteration) * 1000003u + uint64_t(pass));
-}
-
 /// The unknown spec: what map and flat_map produce, since a C++ function cannot be
 /// inspected without running it (TensorFlow traces it instead). Empty components.
 const ElementSpec& unknown_spec();

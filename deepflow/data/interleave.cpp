@@ -210,9 +210,7 @@ class InterleaveIterator : public IteratorBase {
     return detail::with_element_context("Dataset.interleave", index, [&] {
       Dataset ds = d_->fn_(e);
       DF_CHECK(ds.defined(), "the function returned an undefined dataset");
-      IteratorContext c = ctx_.child("interleave", int(slot) + 1, node());
-      c.iteration = detail::next_iteration(ctx_.iteration, index);
-      std::unique_ptr<IteratorBase> it = ds.impl()->make_iterator(c);
+      std::unique_ptr<IteratorBase> it = ds.impl()->make_iterator(ctx_.child("interleave", int(slot) + 1, node()));
       if (it->node()) it->node()->set_group("cycle");
       return it;
     });

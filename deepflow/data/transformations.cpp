@@ -173,9 +173,7 @@ class FlatMapIterator : public IteratorBase {
   void open_inner(int64_t i) {
     Dataset inner = detail::with_element_context("Dataset.flat_map", i, [&] { return d_->fn_(current_); });
     DF_CHECK(inner.defined(), "[Dataset.flat_map] element ", i, ": the function returned an undefined dataset");
-    IteratorContext c = ctx_.child("flat_map", 1, node());
-    c.iteration = detail::next_iteration(ctx_.iteration, i);
-    inner_ = inner.impl()->make_iterator(c);
+    inner_ = inner.impl()->make_iterator(ctx_.child("flat_map", 1, node()));
   }
 
   std::shared_ptr<const FlatMapDataset> d_;
@@ -334,9 +332,7 @@ class RepeatIterator : public IteratorBase {
  private:
   // Each pass makes a fresh input iterator, so random upstream ops see a new iteration.
   void open() {
-    IteratorContext c = ctx_.child("repeat", 0, node());
-    c.iteration = detail::next_iteration(ctx_.iteration, pass_);
-    input_ = d_->input_->make_iterator(c);
+    input_ = d_->input_->make_iterator(ctx_.child("repeat", 0, node()));
     produced_in_pass_ = false;
   }
   std::shared_ptr<const RepeatDataset> d_;
