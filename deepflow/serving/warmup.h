@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+// Model warmup before a version becomes AVAILABLE, so its first real request is fast.
+//
+// - With <version dir>/assets.extra/tf_serving_warmup_requests (a TFRecord file of
+//   tensorflow.serving.PredictionLog protos, TF Serving's format; only predict_log,
+//   classify_log and regress_log entries are replayed, each `num_iterations` times)
+//   those requests run, in order; a malformed file or a failing request fails the load,
+//   naming the file and the record index.
+// - Without it (deepflow's automatic warmup): every signature runs on zeros (empty
+//   strings) with each unknown dim set to 1, then again at `batch_sizes` for the batch
+//   dim so the kernels' per-shape caches and the allocator are warm.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "deepflow/serving/model_manager.h"
+
+namespace deepflow::serving {
+
+inline constexpr char kWarmupFile[] = "assets.extra/tf_serving_warmup_requests";
+
+struct WarmupOptions {
+  int64_t num_iterations = 1;               ///< --num_request_iterations_for_warmup
+  bool automatic = true;                    ///< when there is no warmup file
+  std::vector<int64_t> batch_sizes = {1};   ///< the server adds its allowed batch sizes
+};
+
+void warm_up(const Servable& servable, const WarmupOptions& options = {});
+
+/// Writes a warmup file for tests and users: one PredictionLog per request (model
+/// name/version left empty), atomically.
+void write_warmup_file(const std::string& version_dir,
+                       const std::vector<std::map<std::string, Tensor>>& predict_requests,
+                       const std::string& signature_name = "serving_default");
+
+}  // namespace deepflow::serving
