@@ -62,6 +62,14 @@ class BatchIterator : public IteratorBase {
   BatchIterator(const IteratorContext& ctx, std::shared_ptr<const BatchDataset> d)
       : IteratorBase(ctx), d_(std::move(d)), input_(d_->input_->make_iterator(ctx.child("batch", 0, node()))) {}
   std::optional<Element> next_impl() override {
+    if (input_->has_row_views()) {
+      // Consecutive rows of one source: the batch is a view of them, nothing to stack.
+      std::optional<Element> rows = input_->get_next_rows(d_->batch_size_);
+      const int64_t n = rows ? (*rows)[0].dim(0) : 0;
+      seen_ += n;
+      if (!rows || (d_->drop_remainder_ && n < d_->batch_size_)) return std::nullopt;
+      return rows;
+    }
     std::vector<Element> elems = read_elements(*input_, d_->batch_size_);
     const int64_t first = seen_;
     seen_ += int64_t(elems.size());

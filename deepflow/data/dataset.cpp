@@ -289,6 +289,18 @@ std::optional<Element> IteratorBase::get_next() {
   return e;
 }
 
+std::optional<Element> IteratorBase::get_next_rows(int64_t n) {
+  if (!node_) return next_rows_impl(n);
+  autotune::Timer timer(node_.get());
+  std::optional<Element> e = next_rows_impl(n);
+  if (e) node_->record_output(*e);  // one output per call: the model sees batches here
+  return e;
+}
+
+std::optional<Element> IteratorBase::next_rows_impl(int64_t) {
+  fail("[Iterator] '", prefix_, "' does not hand out row views");
+}
+
 void IteratorBase::save(IteratorStateWriter&) const {
   fail("[Iterator.save] the iterator at '", prefix_, "' cannot save its position");
 }

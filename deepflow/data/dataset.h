@@ -160,10 +160,18 @@ class IteratorBase {
   const std::string& prefix() const { return prefix_; }
   /// Autotune node (null when autotuning is off).
   autotune::Node* node() const { return node_.get(); }
+  /// True when get_next_rows() can hand out several consecutive elements as one
+  /// element with a new leading dim without copying them (from_tensor_slices: views
+  /// of the source's rows). batch uses it, so slices are never copied one by one.
+  virtual bool has_row_views() const { return false; }
+  /// Up to n next elements stacked along a new first dim (fewer only at the end of the
+  /// pass; nullopt once it is over). Only when has_row_views().
+  std::optional<Element> get_next_rows(int64_t n);
 
  protected:
   explicit IteratorBase(const IteratorContext& ctx);
   virtual std::optional<Element> next_impl() = 0;
+  virtual std::optional<Element> next_rows_impl(int64_t n);
   std::string prefix_;
   std::shared_ptr<autotune::Node> node_;
 };

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // In-memory sources: range, from_tensor_slices, from_tensors, from_generator, zip.
+#include <algorithm>
 #include <limits>
 
 #include "deepflow/data/dataset.h"
@@ -93,6 +94,13 @@ class SlicesDataset : public DatasetBase {
       out.push_back(components_[c].slice0(i, i + 1).view(spec_.components[c].shape));
     return Element(std::move(out), components_.names());
   }
+  /// Rows [begin, end) of every component: views, no copy.
+  Element rows(int64_t begin, int64_t end) const {
+    std::vector<Tensor> out;
+    out.reserve(components_.size());
+    for (size_t c = 0; c < components_.size(); ++c) out.push_back(components_[c].slice0(begin, end));
+    return Element(std::move(out), components_.names());
+  }
 
  private:
   Element components_;
@@ -106,6 +114,14 @@ class SlicesIterator : public IteratorBase {
   std::optional<Element> next_impl() override {
     if (i_ >= d_->cardinality()) return std::nullopt;
     return d_->slice(i_++);
+  }
+  bool has_row_views() const override { return true; }
+  std::optional<Element> next_rows_impl(int64_t n) override {
+    const int64_t end = std::min(i_ + n, d_->cardinality());
+    if (i_ >= end) return std::nullopt;
+    Element e = d_->rows(i_, end);
+    i_ = end;
+    return e;
   }
   void save(IteratorStateWriter& w) const override { w.write_int(prefix_ + "/i", i_); }
   void restore(const IteratorStateReader& r) override { i_ = r.read_int(prefix_ + "/i"); }

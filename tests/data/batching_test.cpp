@@ -27,6 +27,26 @@ TEST(BatchingBatch, StacksAndKeepsTheRemainder) {
   EXPECT_THAT(error_of([] { Dataset::range(3).batch(0); }), HasSubstr("batch_size must be positive"));
 }
 
+TEST(BatchingBatch, BatchesOfSlicesAreViewsOfTheSource) {
+  // batch right after from_tensor_slices hands out the source's rows: no copy.
+  Tensor x = arange(0, 14, 1).view({7, 2});
+  Iterator it = Dataset::from_tensor_slices({x}).batch(3).iter();
+  std::optional<Element> first = it.next();
+  ASSERT_TRUE(first);
+  EXPECT_EQ((*first)[0].data<float>(), x.data<float>());
+  std::optional<Element> second = it.next();
+  EXPECT_EQ((*second)[0].data<float>(), x.data<float>() + 6);
+  EXPECT_EQ((*second)[0].to_vector<float>(), (std::vector<float>{6, 7, 8, 9, 10, 11}));
+  // Position survives save/restore at a batch boundary.
+  auto state = it.save();
+  Iterator again = Dataset::from_tensor_slices({x}).batch(3).iter();
+  again.restore(state);
+  std::optional<Element> last = again.next();
+  ASSERT_TRUE(last);
+  EXPECT_EQ((*last)[0].to_vector<float>(), (std::vector<float>{12, 13}));
+  EXPECT_FALSE(again.next());
+}
+
 TEST(BatchingBatch, KeepsDictNames) {
   Dataset ds = Dataset::from_tensor_slices(Element::dict({{"a", zeros({4, 2})}, {"b", ones({4})}})).batch(2);
   EXPECT_EQ(ds.element_spec().to_string(), "{a: float32[-1,2], b: float32[-1]}");
