@@ -5,8 +5,9 @@
 //   std::map<std::string, Tensor> out = m.run({{"input", images}});
 //   ConcreteFunction f = m.concrete_function();       // a deepflow graph, -1 for dynamic dims
 //
-// Import reads the ModelProto (opsets 7 to 17, IR versions up to 8; Debian's libonnx-dev
-// onnx.proto), checks every node's op against the importer table for its opset and lists
+// Import reads the ModelProto (IR versions up to 8; Debian's libonnx-dev onnx.proto;
+// opsets 1 to 17: a model older than opset 7 imports when every node has an importer for
+// its version), checks every node's op against the importer table for its opset and lists
 // all unsupported ops by name in one error, then builds a traced Function whose callable
 // evaluates the ONNX graph with deepflow's public ops (so the same code runs eagerly and
 // traced, and gradients work). Initializers become constants (or Variables with
@@ -30,7 +31,7 @@
 
 namespace deepflow::onnx {
 
-inline constexpr int64_t kMinOpset = 7;
+inline constexpr int64_t kMinOpset = 1;  ///< per node: the importer table decides
 inline constexpr int64_t kMaxOpset = 17;
 inline constexpr int64_t kMaxIrVersion = 8;
 
