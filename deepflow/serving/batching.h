@@ -14,10 +14,13 @@
 // With allowed_batch_sizes the batch is padded (by repeating its first row) up to the
 // smallest allowed size >= its rows, and padded rows are dropped from the outputs.
 // Requests are only merged when their inputs agree in every dim but the first; others
-// wait for the next batch. Every output must have dim 0 == the batch's rows, otherwise
-// each request of that batch gets INTERNAL naming the output.
+// wait for the next batch. A request that cannot be merged along dim 0 (no rows, a
+// scalar input, or inputs that disagree on dim 0) runs alone, directly. Every output
+// must have dim 0 == the batch's rows, otherwise each request of that batch gets
+// INTERNAL naming the output. num_batch_threads 0: one thread per core.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,13 +31,15 @@
 namespace deepflow::serving {
 
 /// TF Serving's BatchingParameters (text format; 0 / empty: the default).
+/// The defaults are TF Serving's for a field the file leaves out (specs.md 1.13).
 struct BatchingOptions {
-  int64_t max_batch_size = 32;
-  int64_t batch_timeout_micros = 1000;
-  int64_t num_batch_threads = 2;
-  int64_t max_enqueued_batches = 64;
+  int64_t max_batch_size = 1000;
+  int64_t batch_timeout_micros = 0;
+  int64_t num_batch_threads = 0;             ///< 0: one per core
+  int64_t max_enqueued_batches = 10;
   std::vector<int64_t> allowed_batch_sizes;  ///< increasing; the last == max_batch_size
   bool pad_variable_length_inputs = false;   ///< parsed, not supported (error if true)
+  bool enable_large_batch_splitting = false; ///< parsed, not supported (error if true)
 };
 
 /// Parses `max_batch_size { value: 128 } batch_timeout_micros { value: 0 } ...` (TF
@@ -45,6 +50,8 @@ BatchingOptions parse_batching_parameters_file(const std::string& path);
 
 /// Per-batch figures for metrics: rows run and rows of padding.
 struct BatchStats {
+  std::string model;
+  int64_t version = 0;
   int64_t rows = 0;
   int64_t padded_rows = 0;
   int64_t requests = 0;
@@ -67,6 +74,8 @@ class Batcher {
   /// Called after each batch ran (from a batch thread).
   void set_batch_listener(std::function<void(const BatchStats&)> listener);
   const BatchingOptions& options() const;
+  /// Requests waiting in a queue for a batch thread (for tests and a queue-depth gauge).
+  size_t pending_requests() const;
 
   struct Impl;
 

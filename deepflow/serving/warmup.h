@@ -8,10 +8,13 @@
 //   naming the file and the record index.
 // - Without it (deepflow's automatic warmup): every signature runs on zeros (empty
 //   strings) with each unknown dim set to 1, then again at `batch_sizes` for the batch
-//   dim so the kernels' per-shape caches and the allocator are warm.
+//   dim so the kernels' per-shape caches and the allocator are warm. A signature that
+//   cannot run on zeros is skipped with a warning (WarmupStats::skipped), not an error.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "deepflow/serving/model_manager.h"
@@ -26,7 +29,17 @@ struct WarmupOptions {
   std::vector<int64_t> batch_sizes = {1};   ///< the server adds its allowed batch sizes
 };
 
-void warm_up(const Servable& servable, const WarmupOptions& options = {});
+/// What warm_up did, for logs and the model_warmup_records_read metric.
+struct WarmupStats {
+  bool from_file = false;  ///< the warmup file was replayed (else automatic, or nothing)
+  int64_t records = 0;     ///< warmup-file records replayed (each num_iterations times)
+  int64_t runs = 0;        ///< signature runs in all
+  /// Automatic warmup only: "<signature>: <error>" for each signature that cannot run on
+  /// zeros (e.g. one that parses its string input). Printed as a warning, not fatal.
+  std::vector<std::string> skipped;
+};
+
+WarmupStats warm_up(const Servable& servable, const WarmupOptions& options = {});
 
 /// Writes a warmup file for tests and users: one PredictionLog per request (model
 /// name/version left empty), atomically.

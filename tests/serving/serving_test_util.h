@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 
 #include "deepflow/io/saved_model.h"
@@ -19,6 +20,7 @@ namespace deepflow::testing {
 /// "classify_x_to_y" (scores "scores" [-1, 2] = [y, -y], method .../classify) with input
 /// key "x" so the server parses tf.Examples with a float feature "x".
 inline std::string save_half_plus(const std::string& base, int64_t version, float offset = 2.f) {
+  std::filesystem::create_directories(base);
   std::string dir = base + "/" + std::to_string(version);
   Variable a(scalar(0.5), "a");
   Variable b(scalar(offset), "b");
@@ -46,6 +48,7 @@ inline std::string save_half_plus(const std::string& base, int64_t version, floa
 /// big model).
 inline std::string save_dense(const std::string& base, int64_t version, int64_t in, int64_t out,
                               int64_t seed = 1) {
+  std::filesystem::create_directories(base);
   std::string dir = base + "/" + std::to_string(version);
   Variable w(random_normal({in, out}, 0, 1, DType::Float32, seed), "dense/kernel");
   Variable b(zeros({out}), "dense/bias");

@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "deepflow/serving/grpc_service.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <utility>
+
+#include "deepflow/serving/tensor_proto.h"
+#include "serving_apis.grpc.pb.h"
+
+namespace deepflow::serving {
+namespace {
+
+namespace pb = tensorflow::serving;
+using Clock = std::chrono::steady_clock;
+
+grpc::Status to_grpc(Code code, const std::string& message) {
+  return {static_cast<grpc::StatusCode>(static_cast<int>(code)), message};
+}
+
+ModelSpec spec_from_proto(const pb::ModelSpec& proto) {
+  ModelSpec spec;
+  spec.name = proto.name();
+  if (proto.version_choice_case() == pb::ModelSpec::kVersion) spec.version = proto.version().value();
+  if (proto.version_choice_case() == pb::ModelSpec::kVersionLabel) spec.label = proto.version_label();
+  return spec;
+}
+
+// TF Serving's MakeModelSpec: the resolved version, and the signature actually run.
+void fill_spec(const Servable& servable, const std::string& signature, pb::ModelSpec* out) {
+  out->set_name(servable.name);
+  out->mutable_version()->set_value(servable.version);
+  if (!signature.empty()) out->set_signature_name(signature);
+}
+
+std::string signature_or_default(const std::string& name) {
+  return name.empty() ? std::string(io::kDefaultServingSignatureKey) : name;
+}
+
+// Examples arrive parsed inside Input; predict.h takes them serialized (as TF Serving's
+// classifier feeds them to the graph).
+void examples_from_input(const pb::Input& input, std::vector<std::string>* examples, std::string* context) {
+  if (input.kind_case() == pb::Input::kExampleList) {
+    for (const auto& e : input.example_list().examples()) examples->push_back(e.SerializeAsString());
+  } else if (input.kind_case() == pb::Input::kExampleListWithContext) {
+    const auto& list = input.example_list_with_context();
+    for (const auto& e : list.examples()) examples->push_back(e.SerializeAsString());
+    if (list.has_context()) *context = list.context().SerializeAsString();
+  }
+  if (examples->empty()) throw ServingError(Code::InvalidArgument, "Input is empty.");
+}
+
+void version_policy_from_proto(const pb::FileSystemStoragePathSourceConfig::ServableVersionPolicy& proto,
+                               VersionPolicy* policy) {
+  using P = pb::FileSystemStoragePathSourceConfig::ServableVersionPolicy;
+  switch (proto.policy_choice_case()) {
+    case P::kLatest:
+      policy->kind = VersionPolicy::Kind::Latest;
+      policy->num_versions = proto.latest().num_versions() == 0 ? 1 : proto.latest().num_versions();
+      break;
+    case P::kAll: policy->kind = VersionPolicy::Kind::All; break;
+    case P::kSpecific: {
+      policy->kind = VersionPolicy::Kind::Specific;
+      std::set<int64_t> unique(proto.specific().versions().begin(), proto.specific().versions().end());
+      policy->versions.assign(unique.begin(), unique.end());
+      break;
+    }
+    default: break;  // unset: latest, one version (TF Serving's default)
+  }
+}
+
+// The proto twin of parse_model_config_text (server_config.cpp), conversion only:
+// ModelManager::reload_config validates the result with the same checks and texts.
+ServerConfig server_config_from_proto(const pb::ModelServerConfig& proto) {
+  if (proto.config_case() != pb::ModelServerConfig::kModelConfigList) {
+    throw ServingError(Code::InvalidArgument,
+                       "ServerModelConfig type not supported by HandleReloadConfigRequest. Only ModelConfigList is "
+                       "currently supported");
+  }
+  ServerConfig config;
+  for (const auto& m : proto.model_config_list().config()) {
+    ModelConfig c;
+    c.name = m.name();
+    c.base_path = m.base_path();
+    if (!m.model_platform().empty()) c.model_platform = m.model_platform();
+    if (m.has_model_version_policy()) version_policy_from_proto(m.model_version_policy(), &c.policy);
+    for (const auto& [label, version] : m.version_labels()) c.version_labels[label] = version;
+    config.models.push_back(std::move(c));
+  }
+  return config;
+}
+
+}  // namespace
+
+// One object serves both services; every handler runs through serve() so each call
+// is counted once with its code and latency.
+struct GrpcServer::Impl final : pb::PredictionService::Service, pb::ModelService::Service {
+  ModelManager& manager;
+  SignatureRunner runner;
+  Metrics* metrics;
+  GrpcOptions options;
+  std::function<void(const ServerConfig&)> reload;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  std::mutex mutex;  // start/shutdown
+
+  Impl(ModelManager& m, SignatureRunner r, Metrics* met, GrpcOptions o, std::function<void(const ServerConfig&)> rl)
+      : manager(m), runner(std::move(r)), metrics(met), options(std::move(o)), reload(std::move(rl)) {
+    if (!runner) runner = run_signature_directly;
+  }
+
+  // Runs `body` (which returns the version it resolved, 0 if none), mapping exceptions to
+  // the same code and message as ServingError, and records the call (unless api is null).
+  template <class Body>
+  grpc::Status serve(const char* api, const std::string& model, Body&& body) {
+    auto start = Clock::now();
+    int64_t version = 0;
+    Code code = Code::Ok;
+    std::string message;
+    try {
+      version = body();
+    } catch (const std::exception& e) {
+      code = code_of(e);
+      message = e.what();
+    } catch (...) {
+      code = Code::Internal;
+      message = "[grpc] unknown exception";
+    }
+    if (metrics && api) {
+      double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+      metrics->record_request(model, version, api, "GRPC", code, us);
+    }
+    return code == Code::Ok ? grpc::Status::OK : to_grpc(code, message);
+  }
+
+  // The runner, timed for runtime_latency.
+  SignatureRunner timed_runner(const std::string& model, const char* api) {
+    if (!metrics) return runner;
+    return [this, &model, api](const ServableHandle& s, const std::string& key,
+                               const std::map<std::string, Tensor>& inputs) {
+      auto start = Clock::now();
+      auto out = runner(s, key, inputs);
+      metrics->record_runtime(model, api, std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+      return out;
+    };
+  }
+
+  static void require_spec(bool has_spec) {
+    if (!has_spec) throw ServingError(Code::InvalidArgument, "Missing ModelSpec");
+  }
+
+  grpc::Status Predict(grpc::ServerContext*, const pb::PredictRequest* request,
+                       pb::PredictResponse* response) override {
+    const std::string& model = request->model_spec().name();
+    return serve("predict", model, [&]() -> int64_t {
+      require_spec(request->has_model_spec());
+      ServableHandle servable = manager.get(spec_from_proto(request->model_spec()));
+      std::map<std::string, Tensor> inputs;
+      for (const auto& [key, proto] : request->inputs()) {
+        try {
+          inputs.emplace(key, tensor_from_proto(proto));
+        } catch (const std::exception& e) {
+          throw ServingError(code_of(e), "[Predict] model '" + servable->name + "' version " +
+                                             std::to_string(servable->version) + ", input '" + key + "': " + e.what());
+        }
+      }
+      std::vector<std::string> filter(request->output_filter().begin(), request->output_filter().end());
+      const std::string& signature = request->model_spec().signature_name();
+      auto outputs = run_predict(servable, signature, inputs, filter, timed_runner(model, "predict"));
+      auto* out = response->mutable_outputs();
+      for (const auto& [key, tensor] : outputs) tensor_to_proto(tensor, &(*out)[key]);
+      fill_spec(*servable, signature_or_default(signature), response->mutable_model_spec());
+      return servable->version;
+    });
+  }
+
+  grpc::Status Classify(grpc::ServerContext*, const pb::ClassificationRequest* request,
+                        pb::ClassificationResponse* response) override {
+    const std::string& model = request->model_spec().name();
+    return serve("classify", model, [&]() -> int64_t {
+      require_spec(request->has_model_spec());
+      ServableHandle servable = manager.get(spec_from_proto(request->model_spec()));
+      std::vector<std::string> examples;
+      std::string context;
+      examples_from_input(request->input(), &examples, &context);
+      const std::string& signature = request->model_spec().signature_name();
+      auto classes = run_classify(servable, signature, examples, context, timed_runner(model, "classify"));
+      auto* result = response->mutable_result();
+      for (const auto& row : classes) {
+        auto* c = result->add_classifications();
+        for (const auto& cs : row) {
+          auto* cls = c->add_classes();
+          cls->set_label(cs.label);
+          cls->set_score(cs.score);
+        }
+      }
+      fill_spec(*servable, signature_or_default(signature), response->mutable_model_spec());
+      return servable->version;
+    });
+  }
+
+  grpc::Status Regress(grpc::ServerContext*, const pb::RegressionRequest* request,
+                       pb::RegressionResponse* response) override {
+    const std::string& model = request->model_spec().name();
+    return serve("regress", model, [&]() -> int64_t {
+      require_spec(request->has_model_spec());
+      ServableHandle servable = manager.get(spec_from_proto(request->model_spec()));
+      std::vector<std::string> examples;
+      std::string context;
+      examples_from_input(request->input(), &examples, &context);
+      const std::string& signature = request->model_spec().signature_name();
+      auto values = run_regress(servable, signature, examples, context, timed_runner(model, "regress"));
+      auto* result = response->mutable_result();
+      for (float v : values) result->add_regressions()->set_value(v);
+      fill_spec(*servable, signature_or_default(signature), response->mutable_model_spec());
+      return servable->version;
+    });
+  }
+
+  grpc::Status MultiInference(grpc::ServerContext*, const pb::MultiInferenceRequest*,
+                              pb::MultiInferenceResponse*) override {
+    return to_grpc(Code::Unimplemented, "[MultiInference] not implemented by deepflow serve; use Classify or Regress");
+  }
+
+  grpc::Status GetModelMetadata(grpc::ServerContext*, const pb::GetModelMetadataRequest* request,
+                                pb::GetModelMetadataResponse* response) override {
+    return serve("metadata", request->model_spec().name(), [&]() -> int64_t {
+      require_spec(request->has_model_spec());
+      // TF Serving's checks and texts (get_model_metadata_impl.cc).
+      if (request->metadata_field_size() == 0) {
+        throw ServingError(Code::InvalidArgument, "GetModelMetadataRequest must specify at least one metadata_field");
+      }
+      for (const auto& field : request->metadata_field()) {
+        if (field != "signature_def") {
+          throw ServingError(Code::InvalidArgument, "Metadata field " + field + " is not supported");
+        }
+      }
+      ServableHandle servable = manager.get(spec_from_proto(request->model_spec()));
+      pb::SignatureDefMap map;
+      auto tensor_info = [](const io::TensorInfo& info, tensorflow::TensorInfo* out) {
+        out->set_name(info.name);
+        out->set_dtype(static_cast<tensorflow::DataType>(tf_dtype_enum(info.type.dtype)));
+        shape_to_proto(info.type.shape, out->mutable_tensor_shape());
+      };
+      for (const auto& [key, sig] : servable->model.info().signatures) {
+        tensorflow::SignatureDef& def = (*map.mutable_signature_def())[key];
+        for (const auto& [name, info] : sig.inputs) tensor_info(info, &(*def.mutable_inputs())[name]);
+        for (const auto& [name, info] : sig.outputs) tensor_info(info, &(*def.mutable_outputs())[name]);
+        def.set_method_name(sig.method_name);
+      }
+      (*response->mutable_metadata())["signature_def"].PackFrom(map);
+      fill_spec(*servable, "", response->mutable_model_spec());
+      return servable->version;
+    });
+  }
+
+  grpc::Status GetModelStatus(grpc::ServerContext*, const pb::GetModelStatusRequest* request,
+                              pb::GetModelStatusResponse* response) override {
+    return serve("status", request->model_spec().name(), [&]() -> int64_t {
+      require_spec(request->has_model_spec());
+      for (const VersionStatus& s : manager.status(spec_from_proto(request->model_spec()))) {
+        auto* v = response->add_model_version_status();
+        v->set_version(s.version);
+        // START=10 ... END=50: the enum's order times ten.
+        v->set_state(static_cast<pb::ModelVersionStatus::State>(10 * (static_cast<int>(s.state) + 1)));
+        v->mutable_status()->set_error_code(static_cast<int>(s.error_code));
+        v->mutable_status()->set_error_message(s.error_message);
+      }
+      return 0;
+    });
+  }
+
+  grpc::Status HandleReloadConfigRequest(grpc::ServerContext*, const pb::ReloadConfigRequest* request,
+                                         pb::ReloadConfigResponse* response) override {
+    if (!reload) {
+      return to_grpc(Code::Unimplemented, "[HandleReloadConfigRequest] this server does not accept config reloads");
+    }
+    grpc::Status status = serve(nullptr, "", [&]() -> int64_t {
+      reload(server_config_from_proto(request->config()));
+      return 0;
+    });
+    response->mutable_status()->set_error_code(static_cast<int>(status.error_code()));
+    response->mutable_status()->set_error_message(status.error_message());
+    return status;
+  }
+};
+
+GrpcServer::GrpcServer(ModelManager& manager, SignatureRunner runner, Metrics* metrics, GrpcOptions options,
+                       std::function<void(const ServerConfig&)> reload)
+    : impl_(std::make_unique<Impl>(manager, std::move(runner), metrics, std::move(options), std::move(reload))) {}
+
+GrpcServer::~GrpcServer() { shutdown(); }
+
+void GrpcServer::start() {
+  std::lock_guard lock(impl_->mutex);
+  if (impl_->server) throw ServingError(Code::FailedPrecondition, "[GrpcServer::start] already started");
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(impl_->options.address, grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(impl_->options.max_message_bytes);
+  builder.SetMaxSendMessageSize(impl_->options.max_message_bytes);
+  // The synchronous API with grpc's default pollers: on the benchmark (bench/serving/
+  // grpc_bench.cpp) it has the lowest batch-1 latency of sync, sync with more completion
+  // queues or pollers, and the callback API, and a handler may block (the batcher) without
+  // starving the pollers.
+  builder.RegisterService(static_cast<pb::PredictionService::Service*>(impl_.get()));
+  builder.RegisterService(static_cast<pb::ModelService::Service*>(impl_.get()));
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || port == 0) {
+    throw ServingError(Code::Unavailable, "[GrpcServer::start] cannot listen on " + impl_->options.address);
+  }
+  impl_->server = std::move(server);
+  impl_->port = port;
+}
+
+int GrpcServer::port() const { return impl_->port; }
+
+void GrpcServer::shutdown() {
+  std::lock_guard lock(impl_->mutex);
+  if (!impl_->server) return;
+  impl_->server->Shutdown();  // no new calls; returns once the calls in flight finished
+  impl_->server->Wait();
+  impl_->server.reset();
+}
+
+}  // namespace deepflow::serving

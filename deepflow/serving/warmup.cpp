@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "deepflow/serving/warmup.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+
+#include "deepflow/data/tfrecord.h"
+#include "deepflow/serving/predict.h"
+#include "deepflow/serving/tensor_proto.h"
+#include "serving_apis.pb.h"
+
+namespace deepflow::serving {
+namespace {
+
+// TF Serving's limit (saved_model_warmup_util.cc): a warmup file is a sample, not a
+// data set, and a huge one would hold a version in LOADING for long.
+constexpr int64_t kMaxWarmupRecords = 1000;
+
+std::vector<std::string> serialized_examples(const tensorflow::serving::Input& input, std::string* context) {
+  std::vector<std::string> out;
+  context->clear();
+  if (input.has_example_list()) {
+    for (const auto& ex : input.example_list().examples()) out.push_back(ex.SerializeAsString());
+  } else if (input.has_example_list_with_context()) {
+    for (const auto& ex : input.example_list_with_context().examples()) out.push_back(ex.SerializeAsString());
+    if (input.example_list_with_context().has_context())
+      *context = input.example_list_with_context().context().SerializeAsString();
+  }
+  return out;
+}
+
+// Runs one PredictionLog; returns false for the log kinds that are not replayed.
+bool replay(const ServableHandle& handle, const tensorflow::serving::PredictionLog& log) {
+  using tensorflow::serving::PredictionLog;
+  std::string context;
+  switch (log.log_type_case()) {
+    case PredictionLog::kPredictLog: {
+      const auto& req = log.predict_log().request();
+      std::map<std::string, Tensor> inputs;
+      for (const auto& [key, proto] : req.inputs()) {
+        try {
+          inputs.emplace(key, tensor_from_proto(proto));
+        } catch (const std::exception& e) {
+          throw ServingError(code_of(e), "input '" + key + "': " + e.what());
+        }
+      }
+      std::vector<std::string> filter(req.output_filter().begin(), req.output_filter().end());
+      run_predict(handle, req.model_spec().signature_name(), inputs, filter);
+      return true;
+    }
+    case PredictionLog::kClassifyLog: {
+      const auto& req = log.classify_log().request();
+      run_classify(handle, req.model_spec().signature_name(), serialized_examples(req.input(), &context), context);
+      return true;
+    }
+    case PredictionLog::kRegressLog: {
+      const auto& req = log.regress_log().request();
+      run_regress(handle, req.model_spec().signature_name(), serialized_examples(req.input(), &context), context);
+      return true;
+    }
+    default: return false;
+  }
+}
+
+[[noreturn]] void fail(const Servable& servable, const std::string& path, Code code, int64_t index,
+                       const std::string& why) {
+  throw ServingError(code, "[warm_up] " + servable.name + " version " + std::to_string(servable.version) +
+                               ": warmup file " + path + ", record " + std::to_string(index) + ": " + why);
+}
+
+void replay_file(const Servable& servable, const std::string& path, const WarmupOptions& options, WarmupStats& stats) {
+  // warm_up runs before the manager hands out handles, so a non-owning one is enough.
+  ServableHandle handle(std::shared_ptr<const Servable>(), &servable);
+  const int64_t iterations = std::max<int64_t>(1, options.num_iterations);
+  std::optional<data::RecordReader> reader;
+  try {
+    reader.emplace(path);
+  } catch (const std::exception& e) {
+    fail(servable, path, Code::DataLoss, 0, e.what());
+  }
+  stats.from_file = true;
+  for (int64_t index = 0;; ++index) {
+    std::optional<std::string_view> rec;
+    try {
+      rec = reader->read();
+    } catch (const std::exception& e) {
+      fail(servable, path, Code::DataLoss, index, e.what());
+    }
+    if (!rec) break;
+    if (index >= kMaxWarmupRecords)
+      fail(servable, path, Code::InvalidArgument, index,
+           "more than " + std::to_string(kMaxWarmupRecords) + " warmup records");
+    tensorflow::serving::PredictionLog log;
+    if (!log.ParseFromArray(rec->data(), int(rec->size())))
+      fail(servable, path, Code::InvalidArgument, index,
+           "not a tensorflow.serving.PredictionLog (" + std::to_string(rec->size()) + " bytes)");
+    try {
+      for (int64_t it = 0; it < iterations; ++it) {
+        if (!replay(handle, log)) break;
+        ++stats.runs;
+      }
+    } catch (const std::exception& e) {
+      fail(servable, path, code_of(e), index, e.what());
+    }
+    ++stats.records;
+  }
+}
+
+Tensor zero_input(const TensorType& type, int64_t batch) {
+  Shape shape = type.shape;
+  for (int i = 0; i < shape.rank(); ++i)
+    if (shape[i] < 0) shape[i] = (i == 0 && batch > 0) ? batch : 1;
+  Tensor t(shape, type.dtype);  // strings: empty
+  if (type.dtype != DType::String && t.nbytes() > 0) std::memset(t.raw_data(), 0, t.nbytes());
+  return t;
+}
+
+void automatic(const Servable& servable, const WarmupOptions& options, WarmupStats& stats) {
+  // Through run_predict, as requests will come, so that its code path is warm too.
+  ServableHandle handle(std::shared_ptr<const Servable>(), &servable);
+  for (const std::string& key : servable.model.signature_keys()) {
+    std::map<std::string, TensorType> types = servable.model.signature(key).inputs();
+    bool batched = false;
+    for (const auto& kv : types) batched |= kv.second.shape.rank() > 0 && kv.second.shape[0] < 0;
+    // The first run at size 1, then one per batch size the server will use, so that
+    // each shape the batcher produces has been through the kernels once.
+    std::vector<int64_t> sizes = {0};
+    if (batched)
+      for (int64_t b : options.batch_sizes)
+        if (b > 0) sizes.push_back(b);
+    try {
+      for (int64_t b : sizes) {
+        std::map<std::string, Tensor> inputs;
+        for (const auto& [name, type] : types) inputs.emplace(name, zero_input(type, b));
+        run_predict(handle, key, inputs);
+        ++stats.runs;
+      }
+    } catch (const std::exception& e) {
+      // Zeros are not a valid input for every model (a string input that is parsed, an
+      // id that must exist): such a signature stays cold rather than failing the load.
+      stats.skipped.push_back(key + ": " + e.what());
+      std::fprintf(stderr,
+                   "deepflow: warning: [warm_up] %s version %lld: automatic warmup of signature '%s' failed: %s\n",
+                   servable.name.c_str(), static_cast<long long>(servable.version), key.c_str(), e.what());
+    }
+  }
+}
+
+}  // namespace
+
+WarmupStats warm_up(const Servable& servable, const WarmupOptions& options) {
+  WarmupStats stats;
+  std::string path = servable.path + "/" + kWarmupFile;
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec))
+    replay_file(servable, path, options, stats);
+  else if (options.automatic)
+    automatic(servable, options, stats);
+  return stats;
+}
+
+void write_warmup_file(const std::string& version_dir,
+                       const std::vector<std::map<std::string, Tensor>>& predict_requests,
+                       const std::string& signature_name) {
+  std::string path = version_dir + "/" + kWarmupFile;
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  if (ec)
+    throw ServingError(Code::Internal,
+                       "[write_warmup_file] cannot create " + version_dir + "/assets.extra: " + ec.message());
+  data::RecordWriter writer(path);  // atomic: the file appears whole at close()
+  for (const auto& inputs : predict_requests) {
+    tensorflow::serving::PredictionLog log;
+    auto* req = log.mutable_predict_log()->mutable_request();
+    req->mutable_model_spec()->set_signature_name(signature_name);
+    for (const auto& [key, tensor] : inputs) tensor_to_proto(tensor, &(*req->mutable_inputs())[key]);
+    writer.write(log.SerializeAsString());
+  }
+  writer.close();
+}
+
+}  // namespace deepflow::serving
