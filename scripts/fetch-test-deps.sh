@@ -1,29 +1,38 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Installs the npm package @roboflow/tfrecords (and its dependencies) into
-# data/node_modules for tests/data/tfrecord_node_test.cpp, which cross-checks our
-# TFRecord and tf.train.Example bytes against it. Install time only: the test never
-# fetches anything, and skips (saying why) when the package or node is missing.
-# Idempotent; offline-tolerant: when npm is missing or fails it warns and exits 0.
+# Installs the npm test material into data/node_modules:
+#   @roboflow/tfrecords  tests/data/tfrecord_node_test.cpp cross-checks our TFRecord and
+#                        tf.train.Example bytes against it;
+#   onnxruntime-node     tests/onnx/export_test.cpp runs our exported ONNX models in ONNX
+#                        Runtime (its CPU binaries ship in the package; ONNXRUNTIME_NODE_INSTALL
+#                        =skip skips the optional CUDA download), and bench/peers/onnx_ort.js.
+# Install time only: the tests never fetch anything, and skip (saying why) when a package
+# or node is missing. Idempotent; offline-tolerant: when npm is missing or fails it warns
+# and exits 0. Both packages go in one npm call (a later --no-save install would prune
+# the other).
 set -uo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 prefix="$repo/data"
-package="@roboflow/tfrecords"
-version="1.0.4"
-installed="$prefix/node_modules/$package/package.json"
+packages=("@roboflow/tfrecords@1.0.4" "onnxruntime-node@1.30.0")
 
-if [[ -f "$installed" ]] && grep -q "\"version\": \"$version\"" "$installed"; then
-  exit 0
-fi
+installed() {  # name@version
+  local name="${1%@*}" version="${1##*@}"
+  local pj="$prefix/node_modules/$name/package.json"
+  [[ -f "$pj" ]] && grep -q "\"version\": \"$version\"" "$pj"
+}
+
+missing=0
+for p in "${packages[@]}"; do installed "$p" || missing=1; done
+((missing)) || exit 0
 if ! command -v npm >/dev/null; then
-  echo "fetch-test-deps: npm not found; the TFRecord cross-check test will be skipped" >&2
+  echo "fetch-test-deps: npm not found; the TFRecord and ONNX Runtime cross-checks will be skipped" >&2
   exit 0
 fi
 mkdir -p "$prefix"
-echo "fetch-test-deps: installing $package@$version into $prefix/node_modules"
-if ! (cd "$prefix" && npm install --prefix "$prefix" --no-save --no-audit --no-fund --loglevel=error \
-        "$package@$version" >/dev/null); then
-  echo "fetch-test-deps: npm install $package@$version failed; the TFRecord cross-check test will be skipped" >&2
+echo "fetch-test-deps: installing ${packages[*]} into $prefix/node_modules"
+if ! (cd "$prefix" && ONNXRUNTIME_NODE_INSTALL=skip npm install --prefix "$prefix" --no-save --no-audit \
+        --no-fund --loglevel=error "${packages[@]}" >/dev/null); then
+  echo "fetch-test-deps: npm install failed; the TFRecord and ONNX Runtime cross-checks will be skipped" >&2
 fi
 exit 0
