@@ -137,7 +137,7 @@ void bm_tune(benchmark::State& state, Pipe pipe, int64_t p) {
   report(state, n);
 }
 
-void bm_fit(benchmark::State& state, bool from_dataset) {
+void bm_fit(benchmark::State& state, bool from_dataset, bool prefetch) {
   namespace layers = keras::layers;
   const int64_t n = 8192, batch = 128;
   set_random_seed(1);
@@ -147,7 +147,8 @@ void bm_fit(benchmark::State& state, bool from_dataset) {
       layers::InputLayer(Shape{784}), layers::Dense(512, "relu"), layers::Dense(512, "relu"), layers::Dense(10)});
   model->compile({.optimizer = keras::optimizers::SGD({.learning_rate = 0.01}),
                   .loss = {keras::losses::SparseCategoricalCrossentropy({.from_logits = true})}});
-  const Dataset ds = Dataset::from_tensor_slices({x, y}).batch(batch).prefetch(kAutotune);
+  Dataset ds = Dataset::from_tensor_slices({x, y}).batch(batch);
+  if (prefetch) ds = ds.prefetch(kAutotune);
   auto epoch = [&] {
     if (from_dataset) model->fit(ds, {.epochs = 1, .verbose = 0});
     else model->fit(x, y, {.batch_size = batch, .epochs = 1, .verbose = 0, .shuffle = false});
@@ -177,8 +178,11 @@ void register_all() {
                                (p == kAutotune ? std::string("autotune") : "p" + std::to_string(p));
       benchmark::RegisterBenchmark(name.c_str(), bm_tune, pipe, p)->UseRealTime()->Unit(kMillisecond);
     }
-  benchmark::RegisterBenchmark("data/fit_mlp/tensors", bm_fit, false)->UseRealTime()->Unit(kMillisecond);
-  benchmark::RegisterBenchmark("data/fit_mlp/dataset", bm_fit, true)->UseRealTime()->Unit(kMillisecond);
+  benchmark::RegisterBenchmark("data/fit_mlp/tensors", bm_fit, false, false)->UseRealTime()->Unit(kMillisecond);
+  benchmark::RegisterBenchmark("data/fit_mlp/dataset", bm_fit, true, true)->UseRealTime()->Unit(kMillisecond);
+  benchmark::RegisterBenchmark("data/fit_mlp/dataset_no_prefetch", bm_fit, true, false)
+      ->UseRealTime()
+      ->Unit(kMillisecond);
 }
 
 const bool registered = (register_all(), true);

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Joins deepflow_bench's JSON (one file per benchmark) with the torch peer's JSON.
+"""Joins deepflow_bench's JSON (one file per benchmark) with the peers' JSON: torch's, and
+ONNX Runtime's for the onnx/ rows (ort.jsonl, one line per benchmark, from run-bench.sh).
 
 Prints a table and the performance targets, and writes bench-results.json:
   {"benchmarks": [{"name", "value", "unit", "peer_value", "ratio"}, ...],
@@ -86,6 +87,16 @@ def main():
         with open(peer_path) as f:
             data = json.load(f)
         peer, peer_meta = data["results"], data["meta"]
+    ort_path = os.path.join(args.raw, "ort.jsonl")
+    ort_version = None
+    if os.path.exists(ort_path):
+        with open(ort_path) as f:
+            for line in f:
+                if line.strip():
+                    entry = json.loads(line)
+                    r = entry["result"]
+                    peer[entry["name"]] = {"value": r["median_ms"], "unit": "ms", "peer": "onnxruntime"}
+                    ort_version = r.get("ort")
 
     rows = []
     for name, r in ours.items():
@@ -130,6 +141,11 @@ def main():
     # Same batch on both sides, so the samples/s ratio is the step-time ratio.
     mlp_ratio = by_name.get("keras/mlp_sgd_b128", {}).get("ratio")
     lenet_ratio = by_name.get("keras/lenet_adam_b64", {}).get("ratio")
+    # ONNX inference: the same file and input in onnxruntime (ratio = speed, > 1: deepflow faster).
+    onnx_ratios = [by_name.get(f"onnx/{m}/b{b}", {}).get("ratio") for m in ("resnet18", "mobilenet_v2")
+                   for b in (1, 8)]
+    onnx_ratios = [r for r in onnx_ratios if r is not None]
+    onnx_worst = min(onnx_ratios) if onnx_ratios else None
     targets = [
         target("matmul f32 1024 vs torch (x)", mm_ratio, ">= 0.95", mm_ratio is not None and mm_ratio >= 0.95),
         target("matmul f32 1024 share of fp32 peak", mm / peak["peak_gflops"] if mm and peak["peak_gflops"] else None,
@@ -140,11 +156,13 @@ def main():
                mlp_ratio is not None and mlp_ratio >= 1.3),
         target("keras lenet_adam_b64 speed vs torch (x)", lenet_ratio, ">= 1.2",
                lenet_ratio is not None and lenet_ratio >= 1.2),
+        target("onnx models speed vs onnxruntime, worst (x)", onnx_worst, ">= 1.0",
+               onnx_worst is not None and onnx_worst >= 1.0),
     ]
 
     w = max([len("benchmark")] + [len(r["name"]) for r in rows])
     print()
-    print(f"{'benchmark':{w}s} {'deepflow':>10s} {'torch':>10s} {'unit':>8s} {'speedup':>8s}")
+    print(f"{'benchmark':{w}s} {'deepflow':>10s} {'peer':>10s} {'unit':>8s} {'speedup':>8s}")
     print("-" * (w + 40))
     for r in rows:
         if r.get("error"):
@@ -152,7 +170,7 @@ def main():
             continue
         ratio = f"{r['ratio']:.2f}x" if r["ratio"] is not None else "-"
         print(f"{r['name']:{w}s} {fmt(r['value']):>10s} {fmt(r['peer_value']):>10s} {r['unit']:>8s} {ratio:>8s}")
-    print("speedup: deepflow relative to torch, > 1 means deepflow is faster")
+    print("speedup: deepflow relative to the peer (torch; onnxruntime for onnx/), > 1 means deepflow is faster")
     if peak["peak_gflops"]:
         print(f"fp32 peak: {cores} cores x {FLOPS_PER_CYCLE:g} flops/cycle x "
               f"{fmt(clock)} GHz (cpuinfo) = {fmt(nominal)} GFLOP/s nominal; measured FMA peak "
@@ -173,7 +191,7 @@ def main():
         "context": {"threads": args.threads, "loadavg": open("/proc/loadavg").read().split()[:3],
                     "deepflow": {k: ctx.get(k) for k in ("host_name", "num_cpus", "mhz_per_cpu", "omp_threads")
                                  if k in ctx},
-                    "torch": peer_meta},
+                    "torch": peer_meta, "onnxruntime": ort_version},
     }
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)

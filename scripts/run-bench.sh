@@ -6,7 +6,8 @@
 # Settings (environment): DEEPFLOW_BENCH_REPS (repetitions, default 5; medians are
 # reported), DEEPFLOW_BENCH_MIN_TIME (seconds per repetition, default 0.2),
 # DEEPFLOW_BENCH_THREADS (threads for both sides, default 2), DEEPFLOW_BENCH_FILTER
-# (regex on benchmark names), PYTHON (an interpreter that imports torch).
+# (regex on benchmark names), PYTHON (an interpreter that imports torch),
+# DEEPFLOW_ONNX_MODELS (scripts/make-onnx-models.py's output, default data/onnx_models).
 # docs/benchmarks.md describes each benchmark and how the fp32 peak is computed.
 set -euo pipefail
 
@@ -20,6 +21,11 @@ bench=$build/bench/deepflow_bench
 raw=$build/bench-raw
 [[ -x $bench ]] || { echo "run-bench: $bench not found (configure with -DDEEPFLOW_BUILD_BENCH=ON)" >&2; exit 1; }
 rm -rf "$raw" && mkdir -p "$raw"
+# The ONNX benchmarks (onnx/<model>/b<batch>) and their ONNX Runtime peer read the models here.
+export DEEPFLOW_ONNX_MODELS=${DEEPFLOW_ONNX_MODELS:-$root/data/onnx_models}
+if [[ ! -d $DEEPFLOW_ONNX_MODELS ]] && /usr/bin/python3 -c "import torch, torchvision" 2>/dev/null; then
+  /usr/bin/python3 "$root/scripts/make-onnx-models.py" "$DEEPFLOW_ONNX_MODELS" >&2 || true
+fi
 
 load=$(cut -d' ' -f1 /proc/loadavg)
 echo "run-bench: load average $load (numbers are only comparable within one quiet run)"
@@ -61,6 +67,26 @@ if [[ -n $python ]]; then
   fi
 else
   echo "run-bench: no python3 with torch (DEEPFLOW_PEERS=1 scripts/install-deps.sh); no peer column" >&2
+fi
+
+# The ONNX Runtime peer (onnxruntime-node from scripts/fetch-test-deps.sh) for the onnx/ rows:
+# one JSON line per benchmark in ort.jsonl, the median of as many runs as deepflow gets.
+ort_modules=$root/data/node_modules
+if command -v node >/dev/null && NODE_PATH=$ort_modules node -e "require('onnxruntime-node')" 2>/dev/null; then
+  for name in $names; do
+    [[ $name =~ ^onnx/([^/]+)/b([0-9]+)$ ]] || continue
+    model=$DEEPFLOW_ONNX_MODELS/${BASH_REMATCH[1]}/model.onnx
+    [[ -f $model ]] || continue
+    echo "run-bench: onnxruntime $name" >&2
+    if line=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$threads" NODE_PATH=$ort_modules \
+        node "$root/bench/peers/onnx_ort.js" "$model" "${BASH_REMATCH[2]}" "$threads" $((reps * 4))); then
+      echo "{\"name\": \"$name\", \"result\": $line}" >>"$raw/ort.jsonl"
+    else
+      echo "run-bench: onnxruntime $name failed" >&2
+    fi
+  done
+else
+  echo "run-bench: no onnxruntime-node in $ort_modules (scripts/fetch-test-deps.sh); no peer for onnx/" >&2
 fi
 
 report_python=python3
