@@ -53,44 +53,15 @@ void examples_from_input(const pb::Input& input, std::vector<std::string>* examp
   if (examples->empty()) throw ServingError(Code::InvalidArgument, "Input is empty.");
 }
 
-void version_policy_from_proto(const pb::FileSystemStoragePathSourceConfig::ServableVersionPolicy& proto,
-                               VersionPolicy* policy) {
-  using P = pb::FileSystemStoragePathSourceConfig::ServableVersionPolicy;
-  switch (proto.policy_choice_case()) {
-    case P::kLatest:
-      policy->kind = VersionPolicy::Kind::Latest;
-      policy->num_versions = proto.latest().num_versions() == 0 ? 1 : proto.latest().num_versions();
-      break;
-    case P::kAll: policy->kind = VersionPolicy::Kind::All; break;
-    case P::kSpecific: {
-      policy->kind = VersionPolicy::Kind::Specific;
-      std::set<int64_t> unique(proto.specific().versions().begin(), proto.specific().versions().end());
-      policy->versions.assign(unique.begin(), unique.end());
-      break;
-    }
-    default: break;  // unset: latest, one version (TF Serving's default)
-  }
-}
-
-// The proto twin of parse_model_config_text (server_config.cpp), conversion only:
-// ModelManager::reload_config validates the result with the same checks and texts.
-ServerConfig server_config_from_proto(const pb::ModelServerConfig& proto) {
+// HandleReloadConfigRequest takes only a model list (TF Serving's text);
+// ModelManager::reload_config validates it with the same checks as the text parser.
+ServerConfig reload_config_from_proto(const pb::ModelServerConfig& proto) {
   if (proto.config_case() != pb::ModelServerConfig::kModelConfigList) {
     throw ServingError(Code::InvalidArgument,
                        "ServerModelConfig type not supported by HandleReloadConfigRequest. Only ModelConfigList is "
                        "currently supported");
   }
-  ServerConfig config;
-  for (const auto& m : proto.model_config_list().config()) {
-    ModelConfig c;
-    c.name = m.name();
-    c.base_path = m.base_path();
-    if (!m.model_platform().empty()) c.model_platform = m.model_platform();
-    if (m.has_model_version_policy()) version_policy_from_proto(m.model_version_policy(), &c.policy);
-    for (const auto& [label, version] : m.version_labels()) c.version_labels[label] = version;
-    config.models.push_back(std::move(c));
-  }
-  return config;
+  return server_config_from_proto(proto);
 }
 
 }  // namespace
@@ -279,7 +250,7 @@ struct GrpcServer::Impl final : pb::PredictionService::Service, pb::ModelService
       return to_grpc(Code::Unimplemented, "[HandleReloadConfigRequest] this server does not accept config reloads");
     }
     grpc::Status status = serve(nullptr, "", [&]() -> int64_t {
-      reload(server_config_from_proto(request->config()));
+      reload(reload_config_from_proto(request->config()));
       return 0;
     });
     response->mutable_status()->set_error_code(static_cast<int>(status.error_code()));

@@ -36,6 +36,10 @@
 #include "deepflow/io/saved_model.h"
 #include "deepflow/serving/status.h"
 
+namespace tensorflow::serving {
+class ModelServerConfig;
+}  // namespace tensorflow::serving
+
 namespace deepflow::serving {
 
 // --- configuration (TF Serving's ModelServerConfig, text format) ---
@@ -68,6 +72,10 @@ struct ServerConfig {
 /// duplicate model names, empty names or base paths, and relative base paths are errors.
 ServerConfig parse_model_config_text(const std::string& text, const std::string& source = "<text>");
 ServerConfig parse_model_config_file(const std::string& path);
+/// The proto form (HandleReloadConfigRequest's config): conversion only, no checks (the
+/// text parser and ModelManager::reload_config check). A config that is not a
+/// model_config_list gives an empty ServerConfig.
+ServerConfig server_config_from_proto(const tensorflow::serving::ModelServerConfig& proto);
 /// --model_name / --model_base_path: one model, latest version.
 ServerConfig single_model(const std::string& name, const std::string& base_path);
 

@@ -113,6 +113,35 @@ void validate_config(const ServerConfig& config, const std::string& source, cons
 
 }  // namespace detail
 
+ServerConfig server_config_from_proto(const ModelServerConfig& proto) {
+  ServerConfig out;
+  for (const auto& c : proto.model_config_list().config()) {
+    ModelConfig m;
+    m.name = c.name();
+    m.base_path = c.base_path();
+    if (!c.model_platform().empty()) m.model_platform = c.model_platform();
+    using Policy = tensorflow::serving::FileSystemStoragePathSourceConfig::ServableVersionPolicy;
+    const Policy& p = c.model_version_policy();
+    switch (p.policy_choice_case()) {
+      case Policy::kAll: m.policy.kind = VersionPolicy::Kind::All; break;
+      case Policy::kSpecific: {
+        m.policy.kind = VersionPolicy::Kind::Specific;
+        std::set<int64_t> unique(p.specific().versions().begin(), p.specific().versions().end());
+        m.policy.versions.assign(unique.begin(), unique.end());
+        break;
+      }
+      case Policy::kLatest:
+        // TF Serving treats num_versions 0 (also `latest {}`) as 1.
+        m.policy.num_versions = std::max<int64_t>(1, p.latest().num_versions());
+        break;
+      default: break;  // no policy: latest 1
+    }
+    for (const auto& [label, version] : c.version_labels()) m.version_labels[label] = version;
+    out.models.push_back(std::move(m));
+  }
+  return out;
+}
+
 ServerConfig parse_model_config_text(const std::string& text, const std::string& source) {
   const std::string fn = "parse_model_config";
   ModelServerConfig proto;
@@ -149,31 +178,7 @@ ServerConfig parse_model_config_text(const std::string& text, const std::string&
     return source + ":" + std::to_string(at.line + 1) + ":" + std::to_string(at.column + 1);
   };
 
-  ServerConfig out;
-  for (const auto& c : proto.model_config_list().config()) {
-    ModelConfig m;
-    m.name = c.name();
-    m.base_path = c.base_path();
-    if (!c.model_platform().empty()) m.model_platform = c.model_platform();
-    using Policy = tensorflow::serving::FileSystemStoragePathSourceConfig::ServableVersionPolicy;
-    const Policy& p = c.model_version_policy();
-    switch (p.policy_choice_case()) {
-      case Policy::kAll: m.policy.kind = VersionPolicy::Kind::All; break;
-      case Policy::kSpecific: {
-        m.policy.kind = VersionPolicy::Kind::Specific;
-        std::set<int64_t> unique(p.specific().versions().begin(), p.specific().versions().end());
-        m.policy.versions.assign(unique.begin(), unique.end());
-        break;
-      }
-      case Policy::kLatest:
-        // TF Serving treats num_versions 0 (also `latest {}`) as 1.
-        m.policy.num_versions = std::max<int64_t>(1, p.latest().num_versions());
-        break;
-      default: break;  // no policy: latest 1
-    }
-    for (const auto& [label, version] : c.version_labels()) m.version_labels[label] = version;
-    out.models.push_back(std::move(m));
-  }
+  ServerConfig out = server_config_from_proto(proto);
   detail::validate_config(out, source, fn, locate);
   return out;
 }
