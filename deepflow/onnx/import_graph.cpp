@@ -92,6 +92,15 @@ const Tensor* Scope::find(const std::string& name) const {
   return nullptr;
 }
 
+const PartialValue* Scope::find_partial(const std::string& name) const {
+  for (const Scope* s = this; s != nullptr; s = s->parent_) {
+    if (!s->values_.count(name)) continue;
+    auto it = s->partial_.find(name);
+    return it != s->partial_.end() ? &it->second : nullptr;
+  }
+  return nullptr;
+}
+
 GraphNodeContext::GraphNodeContext(const ::onnx::NodeProto& node, size_t index, const Scope& scope,
                                    const ImportShared& shared, std::string path)
     : node_(node), index_(index), scope_(scope), shared_(shared), path_(std::move(path)) {}
@@ -101,15 +110,55 @@ std::string GraphNodeContext::describe() const {
   return path_ + name + " (" + node_.op_type() + ")";
 }
 
+const PartialValue* GraphNodeContext::partial_input(size_t i) const {
+  if (i >= num_inputs() || node_.input(int(i)).empty()) return nullptr;
+  return scope_.find_partial(node_.input(int(i)));
+}
+
+// A partial value has no tensor to trace with (deepflow has no run-time Shape), so an
+// importer that needs one fails here, naming the value.
 Tensor GraphNodeContext::input(size_t i) const {
   if (i >= num_inputs()) return {};
   const std::string& name = node_.input(int(i));
   if (name.empty()) return {};
+  if (const PartialValue* p = scope_.find_partial(name)) {
+    fail("[onnx::import] ", describe(), ": input ", i, " (", name, ") is a shape value only partly known at import time (",
+         p->to_string(), "); ", node_.op_type(), " cannot take it, as deepflow has no run-time Shape");
+  }
   const Tensor* t = scope_.find(name);
   return t ? *t : Tensor();
 }
 
+std::optional<std::vector<int64_t>> GraphNodeContext::partial_shape_input(size_t i) const {
+  const PartialValue* p = partial_input(i);
+  if (p == nullptr) return NodeContext::partial_shape_input(i);
+  std::vector<int64_t> out;
+  for (const auto& e : p->elems) out.push_back(e.value ? *e.value : -1);
+  return out;
+}
+
+const PartialValue* partial_input(const NodeContext& ctx, size_t i) {
+  const auto* g = dynamic_cast<const GraphNodeContext*>(&ctx);
+  return g ? g->partial_input(i) : nullptr;
+}
+
+std::pair<uint64_t, int> dim_root(const NodeContext& ctx, uint64_t t, int d) {
+  std::pair<uint64_t, int> k{t, d};
+  const auto* g = dynamic_cast<const GraphNodeContext*>(&ctx);
+  if (g == nullptr) return k;
+  for (auto it = g->shared().dim_alias.find(k); it != g->shared().dim_alias.end(); it = g->shared().dim_alias.find(k))
+    k = it->second;
+  return k;
+}
+
+void alias_dim(const NodeContext& ctx, uint64_t t, int d, uint64_t src, int sd) {
+  const auto* g = dynamic_cast<const GraphNodeContext*>(&ctx);
+  const auto root = dim_root(ctx, src, sd);
+  if (g != nullptr && root != std::pair<uint64_t, int>{t, d}) g->shared().dim_alias[{t, d}] = root;
+}
+
 std::optional<Tensor> GraphNodeContext::known_input(size_t i) const {
+  if (partial_input(i) != nullptr) return std::nullopt;
   Tensor t = input(i);
   if (is_known(t)) return t;
   return std::nullopt;
@@ -199,7 +248,7 @@ TensorList evaluate_graph(const ::onnx::GraphProto& g, const Scope* parent, cons
   for (int k = 0; k < g.node_size(); ++k) {
     const ::onnx::NodeProto& node = g.node(k);
     GraphNodeContext ctx(node, size_t(k), scope, shared, path);
-    bool all_known = true;
+    bool all_known = true, any_partial = false;
     for (int i = 0; i < node.input_size(); ++i) {
       const std::string& in = node.input(i);
       if (in.empty()) continue;
@@ -216,6 +265,7 @@ TensorList evaluate_graph(const ::onnx::GraphProto& g, const Scope* parent, cons
              "' is not a graph input, an initializer or the output of an earlier node");
       }
       if (!is_known(*t)) all_known = false;
+      if (scope.find_partial(in) != nullptr) any_partial = true;
     }
     if (!is_default_domain(node.domain())) {
       fail("[onnx::import] ", shared.source, ": ", ctx.describe(), ": unsupported op domain '", node.domain(), "'");
@@ -224,6 +274,26 @@ TensorList evaluate_graph(const ::onnx::GraphProto& g, const Scope* parent, cons
     const OpImporter* importer = find_op_importer(node.op_type(), shared.opset);
     DF_CHECK(importer != nullptr, "[onnx::import] ", shared.source, ": ", ctx.describe(), ": unsupported op ",
              node.op_type(), " at opset ", shared.opset);
+
+    // Shape values partly known (a dynamic batch) fold element by element.
+    if (is_default_domain(node.domain()) && (any_partial || (node.op_type() == "Shape" && !all_known))) {
+      std::optional<std::vector<PartialOutput>> folded;
+      try {
+        folded = fold_partial(ctx);
+      } catch (const Error& e) {
+        rethrow_with_node(e.what(), shared.source, ctx.describe());
+      }
+      if (folded) {
+        for (size_t o = 0; o < folded->size() && o < size_t(node.output_size()); ++o) {
+          const std::string& name = node.output(int(o));
+          if (name.empty()) continue;
+          auto& out = (*folded)[o];
+          if (out.partial) scope.set_partial(name, std::move(*out.partial));
+          else scope.set(name, out.tensor);
+        }
+        continue;
+      }
+    }
 
     TensorList outs;
     try {
@@ -256,6 +326,10 @@ TensorList evaluate_graph(const ::onnx::GraphProto& g, const Scope* parent, cons
   for (const auto& o : g.output()) {
     const Tensor* t = scope.find(o.name());
     DF_CHECK(t != nullptr, where, ": output '", o.name(), "' is not produced by any node, initializer or input");
+    if (const PartialValue* p = scope.find_partial(o.name())) {
+      fail(where, ": output '", o.name(), "' is a shape value only partly known at import time (", p->to_string(),
+           "), and deepflow has no run-time Shape to compute it");
+    }
     results.push_back(*t);
   }
   return results;

@@ -108,6 +108,12 @@ Tensor NodeContext::constant_input(size_t i) const {
        " must be known at import time");
 }
 
+std::optional<std::vector<int64_t>> NodeContext::partial_shape_input(size_t i) const {
+  std::optional<Tensor> v = known_input(i);
+  if (!v || v->rank() > 1 || !is_integer(v->dtype())) return std::nullopt;
+  return v->to_vector<int64_t>();
+}
+
 int64_t NodeContext::attr_int(const std::string& name, int64_t fallback) const {
   const auto* a = attr(name);
   if (!a) return fallback;

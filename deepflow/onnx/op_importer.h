@@ -50,6 +50,12 @@ class NodeContext {
   virtual std::optional<Tensor> known_input(size_t i) const = 0;
   /// known_input or a clear error.
   Tensor constant_input(size_t i) const;
+  /// Input i as a 1-D integer shape vector with -1 for each element not known at import
+  /// time: what Shape of a tensor with dynamic dims and the integer ops on it fold to
+  /// (Shape -> Gather -> Unsqueeze -> Concat). A fully known input gives its values (so a
+  /// literal -1 reads the same as an unknown element: count them together); nullopt when
+  /// the input is neither known nor such a partial vector.
+  virtual std::optional<std::vector<int64_t>> partial_shape_input(size_t i) const;
   virtual size_t num_outputs() const = 0;  ///< outputs the node names (trailing optional ones may be absent)
 
   virtual const ::onnx::AttributeProto* attr(const std::string& name) const = 0;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "deepflow/core/error.h"
+#include "deepflow/onnx/import_internal.h"
 #include "deepflow/onnx/op_importer.h"
 #include "deepflow/ops/op.h"
 
@@ -43,18 +44,69 @@ Shape known_shape(NodeContext& c, const Tensor& x, const char* what) {
 
 // --- reshape family ---
 
+// A shape value partly known at import time (Shape of a dynamic batch, see
+// import_partial.cpp) may have one unknown element: it becomes -1, which is exact, as the
+// run-time element count then fixes the one value the element can have.
 TensorList import_reshape(NodeContext& c) {
   Tensor x = c.input(0);
-  std::vector<int64_t> s = ints_of(c.constant_input(1));
+  const detail::PartialValue* partial = detail::partial_input(c, 1);
+  std::vector<int64_t> s = partial ? *c.partial_shape_input(1) : ints_of(c.constant_input(1));
   const bool allowzero = c.attr_int("allowzero", 0) != 0;
   for (size_t i = 0; i < s.size(); ++i) {
+    if (partial && !partial->elems[i].value) continue;
     if (s[i] == 0 && !allowzero) {
       DF_CHECK(int(i) < x.rank(), kPrefix, c.describe(), ": shape dim ", i, " is 0 (copy) but the input ",
                x.shape().to_string(), " has rank ", x.rank());
       s[i] = x.shape()[int(i)];
     }
   }
-  const int64_t unknown = std::count(s.begin(), s.end(), int64_t(-1));
+  int64_t unknown = std::count(s.begin(), s.end(), int64_t(-1));
+  if (partial && unknown > 1) {
+    // A literal -1 next to unknown elements: when the unknown elements are exactly the
+    // input's dynamic dims (the same dims, by where they came from), they cancel out of the
+    // element count and the -1 is the ratio of the known dims.
+    std::vector<std::pair<uint64_t, int>> in_dyn, out_dyn;
+    int64_t in_known = 1, out_known = 1;
+    for (int i = 0; i < x.rank(); ++i) {
+      if (x.shape()[i] < 0) in_dyn.push_back(detail::dim_root(c, x.id(), i));
+      else in_known *= x.shape()[i];
+    }
+    size_t literal = s.size();
+    bool matched = true;
+    for (size_t i = 0; i < s.size(); ++i) {
+      const auto& e = partial->elems[i];
+      if (!e.value) {
+        if (e.src == 0) matched = false;
+        out_dyn.emplace_back(e.src, e.dim);
+      } else if (s[i] == -1) {
+        literal = i;
+      } else {
+        out_known *= s[i];
+      }
+    }
+    std::sort(in_dyn.begin(), in_dyn.end());
+    std::sort(out_dyn.begin(), out_dyn.end());
+    if (matched && literal < s.size() && in_dyn == out_dyn && out_known != 0 && in_known % out_known == 0) {
+      s[literal] = in_known / out_known;
+      unknown -= 1;
+    }
+  }
+  if (partial) {
+    DF_CHECK(unknown <= 1, kPrefix, c.describe(), ": the shape ", partial->to_string(), " (as reshape takes it: ",
+             Shape(s).to_string(), ") of the input ", x.shape().to_string(),
+             " has more than one dim unknown at import time or -1; deepflow's reshape infers at most one");
+    int64_t known_product = 1;
+    for (int64_t d : s)
+      if (d >= 0) known_product *= d;
+    DF_CHECK(unknown == 0 || known_product != 0, kPrefix, c.describe(), ": the shape ", partial->to_string(),
+             " has an unknown dim next to a 0 dim, which leaves it undetermined");
+    Tensor y = reshape(x, Shape(s));
+    for (size_t i = 0; i < s.size(); ++i) {
+      const auto& e = partial->elems[i];
+      if (!e.value && e.src != 0 && y.is_symbolic()) detail::alias_dim(c, y.id(), int(i), e.src, e.dim);
+    }
+    return {y};
+  }
   DF_CHECK(unknown <= 1, kPrefix, c.describe(), ": more than one -1 in the shape");
   return {reshape(x, Shape(s))};
 }
@@ -84,7 +136,14 @@ TensorList import_flatten(NodeContext& c) {
 
 TensorList import_transpose(NodeContext& c) {
   Tensor x = c.input(0);
-  return {transpose(x, c.attr_ints("perm"))};
+  Tensor y = transpose(x, c.attr_ints("perm"));
+  // Dynamic dims move, so a partial shape naming them still matches (see import_reshape).
+  const Axes perm = c.attr_ints("perm");
+  for (int i = 0; i < y.rank() && y.is_symbolic(); ++i) {
+    const int from = perm.empty() ? y.rank() - 1 - i : int(perm[size_t(i)] < 0 ? perm[size_t(i)] + x.rank() : perm[size_t(i)]);
+    if (y.shape()[i] < 0) detail::alias_dim(c, y.id(), i, x.id(), from);
+  }
+  return {y};
 }
 
 TensorList import_concat(NodeContext& c) {
@@ -335,21 +394,46 @@ TensorList import_gather_nd(NodeContext& c) {
   return {gather_nd(x, concat(coords, -1))};
 }
 
+// A partly known shape (import_partial.cpp) expands only where each unknown element provably
+// keeps the input's dim: the input's dim there is known and not 1 (the unknown can then only
+// be 1 or that dim in a valid model), or the unknown is that very dim of this input (Shape
+// of it). deepflow cannot broadcast to a size known only at run time.
 TensorList import_expand(NodeContext& c) {
   Tensor x = c.input(0);
-  std::vector<int64_t> s = ints_of(c.constant_input(1));
+  const detail::PartialValue* partial = detail::partial_input(c, 1);
+  std::vector<int64_t> s = partial ? *c.partial_shape_input(1) : ints_of(c.constant_input(1));
   // Bidirectional: the result has the broadcast of both shapes.
   const int r = std::max<int>(x.rank(), int(s.size()));
   std::vector<int64_t> out(size_t(r), 1);
   for (int i = 0; i < r; ++i) {
     const int xi = i - (r - x.rank()), si = i - (r - int(s.size()));
-    const int64_t a = xi >= 0 ? x.shape()[xi] : 1, b = si >= 0 ? s[size_t(si)] : 1;
+    const int64_t a = xi >= 0 ? x.shape()[xi] : 1;
+    if (partial && si >= 0 && !partial->elems[size_t(si)].value) {
+      const detail::PartialElem& e = partial->elems[size_t(si)];
+      const bool keeps = xi >= 0 && (a > 1 || (e.src != 0 && detail::dim_root(c, x.id(), xi) ==
+                                                                std::pair<uint64_t, int>{e.src, e.dim}));
+      DF_CHECK(keeps, kPrefix, c.describe(), ": cannot expand ", x.shape().to_string(), " to ", partial->to_string(),
+               ": dim ", i, " of the shape is unknown at import time and not provably the input's own dim, and "
+               "deepflow cannot broadcast to a size known only at run time");
+      out[size_t(i)] = a;
+      continue;
+    }
+    const int64_t b = si >= 0 ? s[size_t(si)] : 1;
     DF_CHECK(a == b || a == 1 || b == 1, kPrefix, c.describe(), ": cannot expand ", x.shape().to_string(), " to ",
-             Shape(s).to_string());
+             partial ? partial->to_string() : Shape(s).to_string());
     out[size_t(i)] = a == 1 ? b : a;
   }
   if (Shape(out) == x.shape()) return {identity(x)};
-  return {broadcast_to(x, Shape(out))};
+  if (Shape(out).is_fully_defined()) return {broadcast_to(x, Shape(out))};
+  // Dynamic dims stay as they are: tile the size-1 dims instead of broadcasting to a shape
+  // with unknowns in it.
+  Tensor y = x;
+  for (int i = x.rank(); i < r; ++i) y = expand_dims(y, 0);
+  std::vector<int64_t> reps(size_t(r), 1);
+  for (int i = 0; i < r; ++i) {
+    if (y.shape()[i] == 1 && out[size_t(i)] != 1) reps[size_t(i)] = out[size_t(i)];
+  }
+  return {tile(y, reps)};
 }
 
 TensorList import_tile(NodeContext& c) { return {tile(c.input(0), ints_of(c.constant_input(1)))}; }

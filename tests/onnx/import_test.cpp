@@ -494,3 +494,66 @@ TEST(OnnxImport, RegistryPicksTheHighestSinceAtOrBelowTheOpset) {
   m.mutable_opset_import(0)->set_version(13);
   EXPECT_FLOAT_EQ(import(m).run({}).at("y").item<float>(), 13);
 }
+
+// torch's x.view(x.size(0), ...): Shape -> Gather -> Unsqueeze -> Concat -> Reshape with a
+// dynamic batch, then a channel shuffle and x.view(b, -1) (a -1 next to the unknown batch).
+op::ModelProto partial_shape_model() {
+  op::ModelProto m = make_model(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", kFloat, {-1, 6, 2});
+  add_output(g, "z", kFloat, {-1, 12});
+  *g->add_initializer() = int64_tensor("i0", {}, {0});
+  *g->add_initializer() = int64_tensor("ax0", {1}, {0});
+  *g->add_initializer() = int64_tensor("rest", {3}, {3, 2, 2});
+  *g->add_initializer() = int64_tensor("minus1", {1}, {-1});
+  add_node(g, "Shape", {"x"}, {"s"}, "shape");
+  add_node(g, "Gather", {"s", "i0"}, {"b"}, "gather");
+  add_node(g, "Unsqueeze", {"b", "ax0"}, {"bu"}, "unsqueeze");
+  add_int_attr(add_node(g, "Concat", {"bu", "rest"}, {"target"}, "concat"), "axis", 0);
+  add_node(g, "Reshape", {"x", "target"}, {"y"}, "reshape");
+  auto* t = add_node(g, "Transpose", {"y"}, {"yt"}, "transpose");
+  auto* perm = t->add_attribute();
+  perm->set_name("perm");
+  perm->set_type(op::AttributeProto::INTS);
+  for (int64_t p : {0, 2, 1, 3}) perm->add_ints(p);
+  add_int_attr(add_node(g, "Concat", {"bu", "minus1"}, {"flat"}, "concat2"), "axis", 0);
+  add_node(g, "Reshape", {"yt", "flat"}, {"z"}, "reshape2");
+  return m;
+}
+
+TEST(OnnxImport, PartlyKnownShapeChainWithDynamicBatch) {
+  dfo::OnnxModel m = import(partial_shape_model());
+  for (int64_t batch : {1, 4}) {
+    std::vector<float> xv(size_t(batch * 12));
+    for (size_t i = 0; i < xv.size(); ++i) xv[i] = float(i);
+    Tensor z = m.run({{"x", constant(xv, Shape{batch, 6, 2})}}).at("z");
+    ASSERT_EQ(z.shape(), Shape({batch, 12}));
+    // z[b] = x[b] viewed [3,2,2], dims 0 and 1 swapped, flattened.
+    std::vector<float> want;
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t j = 0; j < 2; ++j)
+        for (int64_t i = 0; i < 3; ++i)
+          for (int64_t k = 0; k < 2; ++k) want.push_back(float(b * 12 + i * 4 + j * 2 + k));
+    expect_values(z, want);
+  }
+  EXPECT_EQ(m.function().trace_count(), 1);
+}
+
+TEST(OnnxImport, PartlyKnownShapeWhereAFullValueIsNeeded) {
+  // Shape of a dynamic batch as a graph output: no run-time Shape to compute it.
+  op::ModelProto m = make_model(13);
+  auto* g = m.mutable_graph();
+  add_input(g, "x", kFloat, {-1, 3});
+  add_output(g, "s", kInt64, {2});
+  add_node(g, "Shape", {"x"}, {"s"}, "shape");
+  EXPECT_NE(import_error(m).find("output 's' is a shape value only partly known at import time ([?,3])"), std::string::npos) << import_error(m);
+  // ... and as a float operand: named, with the partial value.
+  op::ModelProto m3 = make_model(13);
+  auto* g3 = m3.mutable_graph();
+  add_input(g3, "x", kFloat, {-1, 3});
+  add_output(g3, "y", kFloat, {2});
+  add_node(g3, "Shape", {"x"}, {"s"}, "shape");
+  add_node(g3, "Cast", {"s"}, {"y"}, "cast");
+  add_int_attr(g3->mutable_node(1), "to", 1);
+  EXPECT_NE(import_error(m3).find("input 0 (s) is a shape value only partly known at import time ([?,3])"), std::string::npos) << import_error(m3);
+}
