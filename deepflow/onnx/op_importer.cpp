@@ -159,4 +159,16 @@ Tensor NodeContext::attr_tensor(const std::string& name) const {
   return detail::tensor_from_proto(a->t(), describe() + " attribute '" + name + "'");
 }
 
+int64_t onnx_axis(const NodeContext& ctx, int64_t axis, int64_t rank) {
+  DF_CHECK(axis >= -std::max<int64_t>(rank, 1) && axis < std::max<int64_t>(rank, 1), "[onnx::import] ",
+           ctx.describe(), ": axis ", axis, " out of range for rank ", rank);
+  return axis < 0 ? axis + std::max<int64_t>(rank, 1) : axis;
+}
+
+Shape known_shape(const NodeContext& ctx, const Tensor& x, const char* what) {
+  DF_CHECK(x.shape().is_fully_defined(), "[onnx::import] ", ctx.describe(), ": ", what, " needs a known shape, got ",
+           x.shape().to_string());
+  return x.shape();
+}
+
 }  // namespace deepflow::onnx

@@ -74,6 +74,15 @@ class NodeContext {
   virtual size_t graph_num_inputs(const std::string& name) const = 0;
 };
 
+// --- helpers the importer families share (op_importer.cpp) ---
+
+/// An ONNX axis in [-rank, rank) as a non-negative one; rank 0 accepts axis 0 and -1 (a
+/// scalar's only axis). Out of range: "[onnx::import] <node>: axis 3 out of range for rank 2".
+int64_t onnx_axis(const NodeContext& ctx, int64_t axis, int64_t rank);
+/// x's shape when every dim is known, else "[onnx::import] <node>: <what> needs a known
+/// shape, got [?,3]".
+Shape known_shape(const NodeContext& ctx, const Tensor& x, const char* what);
+
 using OpImporter = std::function<TensorList(NodeContext& ctx)>;
 
 /// Registers `fn` for op_type (default domain) from opset `since` until the next

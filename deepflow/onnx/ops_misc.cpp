@@ -22,11 +22,6 @@ namespace {
 
 constexpr const char* kPrefix = "[onnx::import] ";
 
-int64_t norm_axis(NodeContext& c, int64_t axis, int64_t rank) {
-  DF_CHECK(axis >= -rank && axis < rank, kPrefix, c.describe(), ": axis ", axis, " out of range for rank ", rank);
-  return axis < 0 ? axis + rank : axis;
-}
-
 // --- Einsum ---
 //
 // Each operand's labels (the ellipsis expanded to labels of its own) are made unique by
@@ -185,8 +180,8 @@ TensorList import_det(NodeContext& c) {
 TensorList import_reverse_sequence(NodeContext& c) {
   Tensor x = c.input(0);
   const Tensor lens = cast(c.input(1), DType::Int64);
-  const int64_t batch_axis = norm_axis(c, c.attr_int("batch_axis", 1), x.rank());
-  const int64_t time_axis = norm_axis(c, c.attr_int("time_axis", 0), x.rank());
+  const int64_t batch_axis = onnx_axis(c, c.attr_int("batch_axis", 1), x.rank());
+  const int64_t time_axis = onnx_axis(c, c.attr_int("time_axis", 0), x.rank());
   const int64_t steps = x.shape()[int(time_axis)];
   DF_CHECK(steps >= 0, kPrefix, c.describe(), ": the time dim must be known, got ", x.shape().to_string());
   // Batch-major [B, T, ...]; row b reads time where(t < len_b, len_b - 1 - t, t).
@@ -272,7 +267,7 @@ TensorList import_dft(NodeContext& c) {
   const int r = x.rank();
   DF_CHECK(r >= 2 && (x.shape()[r - 1] == 1 || x.shape()[r - 1] == 2), kPrefix, c.describe(),
            ": the last dim must be 1 (real) or 2 (complex), got ", x.shape().to_string());
-  const int64_t axis = norm_axis(c, c.attr_int("axis", 1), r - 1);
+  const int64_t axis = onnx_axis(c, c.attr_int("axis", 1), r - 1);
   const bool inverse = c.attr_int("inverse", 0) != 0, onesided = c.attr_int("onesided", 0) != 0;
   const bool complex_in = x.shape()[r - 1] == 2;
   Tensor xr = squeeze(slice(x, Axes(size_t(r), 0), [&] {
@@ -345,7 +340,7 @@ TensorList import_compress(NodeContext& c) {
   const std::vector<int64_t> cond = c.constant_input(1).to_vector<int64_t>();
   int64_t axis = 0;
   if (c.has_attr("axis")) {
-    axis = norm_axis(c, c.attr_int("axis", 0), x.rank());
+    axis = onnx_axis(c, c.attr_int("axis", 0), x.rank());
   } else {
     x = reshape(x, {-1});
   }
@@ -381,7 +376,7 @@ TensorList import_unique(NodeContext& c) {
   Tensor x = c.constant_input(0);
   const bool sorted = c.attr_int("sorted", 1) != 0;
   int64_t axis = 0;
-  if (c.has_attr("axis")) axis = norm_axis(c, c.attr_int("axis", 0), x.rank());
+  if (c.has_attr("axis")) axis = onnx_axis(c, c.attr_int("axis", 0), x.rank());
   else x = reshape(x, {-1});
   // Slices along `axis`, as vectors of doubles (strings are not supported).
   const Shape& s = x.shape();

@@ -26,18 +26,6 @@ namespace {
 
 constexpr const char* kPrefix = "[onnx::import] ";
 
-int64_t norm_axis(NodeContext& c, int64_t axis, int64_t rank) {
-  DF_CHECK(axis >= -rank && axis < std::max<int64_t>(rank, 1), kPrefix, c.describe(), ": axis ", axis,
-           " out of range for rank ", rank);
-  return axis < 0 ? axis + rank : axis;
-}
-
-Shape known_shape(NodeContext& c, const Tensor& x, const char* what) {
-  DF_CHECK(x.shape().is_fully_defined(), kPrefix, c.describe(), ": ", what, " needs a known shape, got ",
-           x.shape().to_string());
-  return x.shape();
-}
-
 Tensor to_channels_last(const Tensor& x) {
   Axes perm{0};
   for (int i = 2; i < x.rank(); ++i) perm.push_back(i);
@@ -543,7 +531,7 @@ TensorList import_instance_norm(NodeContext& c) {
 TensorList import_layer_norm(NodeContext& c) {
   Tensor x = c.input(0), scale = c.input(1), bias = c.input(2);
   const int r = x.rank();
-  const int64_t axis = norm_axis(c, c.attr_int("axis", -1), r);
+  const int64_t axis = onnx_axis(c, c.attr_int("axis", -1), r);
   const double eps = c.attr_float("epsilon", 1e-5f);
   const DType in_dt = x.dtype();
   // stash_type=1: statistics in float32 (matters for half inputs).
@@ -625,7 +613,7 @@ template <Tensor (*F)(const Tensor&, int64_t)>
 TensorList softmax_2d(NodeContext& c) {
   Tensor x = c.input(0);
   const int r = x.rank();
-  const int64_t axis = norm_axis(c, c.attr_int("axis", 1), r);
+  const int64_t axis = onnx_axis(c, c.attr_int("axis", 1), r);
   if (axis == r - 1) return {F(x, -1)};
   Shape s = known_shape(c, x, "softmax before opset 13");
   int64_t rows = 1;
@@ -635,7 +623,7 @@ TensorList softmax_2d(NodeContext& c) {
 template <Tensor (*F)(const Tensor&, int64_t)>
 TensorList softmax_axis(NodeContext& c) {
   Tensor x = c.input(0);
-  return {F(x, norm_axis(c, c.attr_int("axis", -1), x.rank()))};
+  return {F(x, onnx_axis(c, c.attr_int("axis", -1), x.rank()))};
 }
 Tensor hardmax_of(const Tensor& x, int64_t axis) {
   Tensor idx = argmax(x, axis);

@@ -25,22 +25,11 @@ namespace {
 
 constexpr const char* kPrefix = "[onnx::import] ";
 
-int64_t norm_axis(NodeContext& c, int64_t axis, int64_t rank) {
-  DF_CHECK(axis >= -rank && axis < std::max<int64_t>(rank, 1), kPrefix, c.describe(), ": axis ", axis,
-           " out of range for rank ", rank);
-  return axis < 0 ? axis + rank : axis;
-}
 Axes norm_axes(NodeContext& c, Axes axes, int64_t rank) {
-  for (auto& a : axes) a = norm_axis(c, a, rank);
+  for (auto& a : axes) a = onnx_axis(c, a, rank);
   return axes;
 }
 std::vector<int64_t> ints_of(const Tensor& t) { return t.to_vector<int64_t>(); }
-
-Shape known_shape(NodeContext& c, const Tensor& x, const char* what) {
-  DF_CHECK(x.shape().is_fully_defined(), kPrefix, c.describe(), ": ", what, " needs a known input shape, got ",
-           x.shape().to_string());
-  return x.shape();
-}
 
 // --- reshape family ---
 
@@ -151,14 +140,14 @@ TensorList import_concat(NodeContext& c) {
   for (size_t i = 0; i < c.num_inputs(); ++i)
     if (c.has_input(i)) xs.push_back(c.input(i));
   DF_CHECK(!xs.empty(), kPrefix, c.describe(), ": needs at least one input");
-  const int64_t axis = norm_axis(c, c.attr_int("axis", 0), xs[0].rank());
+  const int64_t axis = onnx_axis(c, c.attr_int("axis", 0), xs[0].rank());
   if (xs.size() == 1) return {identity(xs[0])};
   return {concat(xs, axis)};
 }
 
 TensorList do_split(NodeContext& c, const std::vector<int64_t>& sizes_in) {
   Tensor x = c.input(0);
-  const int64_t axis = norm_axis(c, c.attr_int("axis", 0), x.rank());
+  const int64_t axis = onnx_axis(c, c.attr_int("axis", 0), x.rank());
   const int64_t n = int64_t(c.num_outputs());
   std::vector<int64_t> sizes = sizes_in;
   if (sizes.empty()) {
@@ -196,7 +185,7 @@ Tensor do_slice(NodeContext& c, const Tensor& x, const std::vector<int64_t>& sta
     end_mask |= int64_t(1) << i;
   }
   for (size_t j = 0; j < axes.size(); ++j) {
-    const int64_t a = norm_axis(c, axes[j], r);
+    const int64_t a = onnx_axis(c, axes[j], r);
     const int64_t d = x.shape()[int(a)];
     DF_CHECK(d >= 0, kPrefix, c.describe(), ": Slice along an unknown dim ", a);
     const int64_t step = steps[j];
@@ -283,7 +272,7 @@ Tensor wrap_indices(const Tensor& idx, int64_t dim) {
 
 TensorList import_gather(NodeContext& c) {
   Tensor x = c.input(0);
-  const int64_t axis = norm_axis(c, c.attr_int("axis", 0), x.rank());
+  const int64_t axis = onnx_axis(c, c.attr_int("axis", 0), x.rank());
   return {gather(x, wrap_indices(c.input(1), x.shape()[int(axis)]), axis)};
 }
 
@@ -292,7 +281,7 @@ TensorList import_gather(NodeContext& c) {
 TensorList import_gather_elements(NodeContext& c) {
   Tensor x = c.input(0);
   const int r = x.rank();
-  const int64_t axis = norm_axis(c, c.attr_int("axis", 0), r);
+  const int64_t axis = onnx_axis(c, c.attr_int("axis", 0), r);
   Tensor idx = c.input(1);
   Shape is = known_shape(c, idx, "GatherElements' indices");
   idx = cast(wrap_indices(idx, x.shape()[int(axis)]), DType::Int64);
@@ -357,7 +346,7 @@ TensorList import_scatter_nd(NodeContext& c) {
 TensorList import_scatter_elements(NodeContext& c) {
   Tensor x = c.input(0);
   const int r = x.rank();
-  const int64_t axis = norm_axis(c, c.attr_int("axis", 0), r);
+  const int64_t axis = onnx_axis(c, c.attr_int("axis", 0), r);
   Tensor idx = c.input(1);
   Shape is = known_shape(c, idx, "ScatterElements' indices");
   idx = cast(wrap_indices(idx, x.shape()[int(axis)]), DType::Int64);
@@ -573,7 +562,7 @@ TensorList import_one_hot(NodeContext& c) {
 TensorList do_top_k(NodeContext& c, int64_t k) {
   Tensor x = c.input(0);
   const int r = x.rank();
-  const int64_t axis = norm_axis(c, c.attr_int("axis", -1), r);
+  const int64_t axis = onnx_axis(c, c.attr_int("axis", -1), r);
   const bool largest = c.attr_int("largest", 1) != 0;
   Tensor xt = x;
   Axes perm;
@@ -597,7 +586,7 @@ TensorList import_top_k_10(NodeContext& c) { return do_top_k(c, int64_t(c.consta
 template <bool kMax>
 TensorList import_arg(NodeContext& c) {
   Tensor x = c.input(0);
-  const int64_t axis = norm_axis(c, c.attr_int("axis", 0), x.rank());
+  const int64_t axis = onnx_axis(c, c.attr_int("axis", 0), x.rank());
   const bool keepdims = c.attr_int("keepdims", 1) != 0;
   const bool last = c.attr_int("select_last_index", 0) != 0;
   Tensor y;
@@ -662,7 +651,7 @@ TensorList import_trilu(NodeContext& c) {
 
 TensorList import_cumsum(NodeContext& c) {
   Tensor x = c.input(0);
-  const int64_t axis = norm_axis(c, int64_t(c.constant_input(1).flat(0)), x.rank());
+  const int64_t axis = onnx_axis(c, int64_t(c.constant_input(1).flat(0)), x.rank());
   return {cumsum(x, axis, c.attr_int("exclusive", 0) != 0, c.attr_int("reverse", 0) != 0)};
 }
 
