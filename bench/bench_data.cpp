@@ -15,7 +15,7 @@
 //     expensive: range(64).map(2 ms of arithmetic).batch(8)
 //     latency:   range(4).interleave(x -> a generator of 24 elements, 2 ms of wait
 //                each, cycle 4)
-//   data/fit_mlp/{tensors,dataset}   one epoch of Model::fit on MNIST-shaped data
+//   data/fit_mlp/{tensors,dataset,dataset_no_prefetch}   one epoch of Model::fit on MNIST-shaped data
 //                             (8192 x 784 float32, int32 labels; Dense 784-512-512-10,
 //                             batch 128, SGD): from in-memory tensors (shuffle off) vs
 //                             from_tensor_slices -> batch(128) -> prefetch(kAutotune).
