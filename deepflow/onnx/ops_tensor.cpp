@@ -276,31 +276,30 @@ TensorList import_gather(NodeContext& c) {
   return {gather(x, wrap_indices(c.input(1), x.shape()[int(axis)]), axis)};
 }
 
-// Elements picked by index along `axis`, at the other coordinates of the index tensor:
-// the full coordinate grid with the axis coordinate replaced, through gather_nd.
-TensorList import_gather_elements(NodeContext& c) {
-  Tensor x = c.input(0);
+// The full coordinates of each element of an index tensor along `axis` of x: the index
+// value on `axis`, the element's own coordinate on every other dim; [..., rank] int64,
+// as gather_nd / scatter_nd take them (GatherElements and ScatterElements).
+Tensor element_coordinates(NodeContext& c, const Tensor& x, const Tensor& indices, int64_t axis, const char* what) {
   const int r = x.rank();
-  const int64_t axis = onnx_axis(c, c.attr_int("axis", 0), r);
-  Tensor idx = c.input(1);
-  Shape is = known_shape(c, idx, "GatherElements' indices");
-  idx = cast(wrap_indices(idx, x.shape()[int(axis)]), DType::Int64);
+  const Shape is = known_shape(c, indices, what);
   std::vector<Tensor> coords;
   for (int d = 0; d < r; ++d) {
     if (d == axis) {
-      coords.push_back(idx);
+      coords.push_back(cast(wrap_indices(indices, x.shape()[int(axis)]), DType::Int64));
       continue;
     }
-    Tensor grid;
-    {
-      BuildScopeGuard eager(nullptr);
-      Shape s(std::vector<int64_t>(size_t(r), 1));
-      s[d] = is[d];
-      grid = broadcast_to(reshape(arange(0, double(is[d]), 1, DType::Int64), s), is);
-    }
-    coords.push_back(grid);
+    BuildScopeGuard eager(nullptr);  // the grids are constants
+    Shape s(std::vector<int64_t>(size_t(r), 1));
+    s[d] = is[d];
+    coords.push_back(broadcast_to(reshape(arange(0, double(is[d]), 1, DType::Int64), s), is));
   }
-  return {gather_nd(x, stack(coords, -1))};
+  return stack(coords, -1);
+}
+
+TensorList import_gather_elements(NodeContext& c) {
+  Tensor x = c.input(0);
+  const int64_t axis = onnx_axis(c, c.attr_int("axis", 0), x.rank());
+  return {gather_nd(x, element_coordinates(c, x, c.input(1), axis, "GatherElements' indices"))};
 }
 
 // Scatter by replacement or addition: scatter_nd sums duplicates, so "none" selects the
@@ -345,23 +344,8 @@ TensorList import_scatter_nd(NodeContext& c) {
 }
 TensorList import_scatter_elements(NodeContext& c) {
   Tensor x = c.input(0);
-  const int r = x.rank();
-  const int64_t axis = onnx_axis(c, c.attr_int("axis", 0), r);
-  Tensor idx = c.input(1);
-  Shape is = known_shape(c, idx, "ScatterElements' indices");
-  idx = cast(wrap_indices(idx, x.shape()[int(axis)]), DType::Int64);
-  std::vector<Tensor> coords;
-  for (int d = 0; d < r; ++d) {
-    if (d == axis) {
-      coords.push_back(idx);
-      continue;
-    }
-    BuildScopeGuard eager(nullptr);
-    Shape s(std::vector<int64_t>(size_t(r), 1));
-    s[d] = is[d];
-    coords.push_back(broadcast_to(reshape(arange(0, double(is[d]), 1, DType::Int64), s), is));
-  }
-  return {scatter_into(c, x, stack(coords, -1), c.input(2))};
+  const int64_t axis = onnx_axis(c, c.attr_int("axis", 0), x.rank());
+  return {scatter_into(c, x, element_coordinates(c, x, c.input(1), axis, "ScatterElements' indices"), c.input(2))};
 }
 
 TensorList import_gather_nd(NodeContext& c) {
