@@ -20,9 +20,9 @@ import struct
 import sys
 import time
 
-import numpy as np
-import torch
-import torchvision
+# numpy, torch and torchvision are imported by main() only when something is missing:
+# importing torch costs seconds, and `make` runs this on every build.
+np = torch = torchvision = None
 
 kModels = ["resnet18", "mobilenet_v2", "squeezenet1_0", "efficientnet_b0", "shufflenet_v2_x0_5"]
 kBatches = [1, 8]
@@ -31,7 +31,7 @@ kImageSize = 224
 kCalibrationBatches = 2
 
 # onnx.proto TensorProto.DataType
-kDataTypes = {np.dtype("float32"): 1, np.dtype("int64"): 7, np.dtype("float64"): 11}
+kDataTypes = {"float32": 1, "int64": 7, "float64": 11}
 
 
 def varint(value):
@@ -49,13 +49,13 @@ def varint(value):
 def tensor_proto(array, name):
     """The TensorProto wire format: dims (1, packed int64), data_type (2), name (8), raw_data (9)."""
     array = np.ascontiguousarray(array)
-    if array.dtype not in kDataTypes:
+    if array.dtype.name not in kDataTypes:
         raise ValueError(f"dtype {array.dtype} not supported")
     out = bytearray()
     if array.ndim:
         dims = b"".join(varint(int(d)) for d in array.shape)
         out += varint((1 << 3) | 2) + varint(len(dims)) + dims
-    out += varint((2 << 3) | 0) + varint(kDataTypes[array.dtype])
+    out += varint((2 << 3) | 0) + varint(kDataTypes[array.dtype.name])
     encoded_name = name.encode()
     out += varint((8 << 3) | 2) + varint(len(encoded_name)) + encoded_name
     raw = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
@@ -111,13 +111,21 @@ def export(model, path):
     raise RuntimeError(f"export failed for every opset {kOpsets}: {last_error}")
 
 
+def wanted_files(out_dir, name):
+    model_dir = os.path.join(out_dir, name)
+    return [os.path.join(model_dir, "model.onnx")] + [
+        os.path.join(model_dir, f"b{b}", "test_data_set_0", f)
+        for b in kBatches for f in ("input_0.pb", "output_0.pb")]
+
+
+def present(out_dir, name):
+    return all(os.path.exists(p) for p in wanted_files(out_dir, name))
+
+
 def make(out_dir, name):
     model_dir = os.path.join(out_dir, name)
     model_path = os.path.join(model_dir, "model.onnx")
-    wanted = [model_path] + [
-        os.path.join(model_dir, f"b{b}", "test_data_set_0", f)
-        for b in kBatches for f in ("input_0.pb", "output_0.pb")]
-    if all(os.path.exists(p) for p in wanted):
+    if present(out_dir, name):
         print(f"{name}: present, skipped")
         return
     start = time.time()
@@ -152,6 +160,14 @@ def main(argv):
         return 0 if len(argv) >= 2 else 2
     out_dir = argv[1]
     names = argv[2:] or kModels
+    if all(present(out_dir, name) for name in names):
+        for name in names:
+            print(f"{name}: present, skipped")
+        return 0
+    global np, torch, torchvision
+    import numpy as np
+    import torch
+    import torchvision
     for name in names:
         if not hasattr(torchvision.models, name):
             print(f"unknown torchvision model: {name}", file=sys.stderr)
