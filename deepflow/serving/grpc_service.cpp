@@ -148,47 +148,50 @@ struct GrpcServer::Impl final : pb::PredictionService::Service, pb::ModelService
     });
   }
 
-  grpc::Status Classify(grpc::ServerContext*, const pb::ClassificationRequest* request,
-                        pb::ClassificationResponse* response) override {
+  // Classify and Regress: resolve the servable, read the request's examples, run, and
+  // fill the response's model spec; `run` writes the result.
+  template <class Request, class Response, class Run>
+  grpc::Status serve_examples(const char* api, const Request* request, Response* response, Run run) {
     const std::string& model = request->model_spec().name();
-    return serve("classify", model, [&]() -> int64_t {
+    return serve(api, model, [&]() -> int64_t {
       require_spec(request->has_model_spec());
       ServableHandle servable = manager.get(spec_from_proto(request->model_spec()));
       std::vector<std::string> examples;
       std::string context;
       examples_from_input(request->input(), &examples, &context);
       const std::string& signature = request->model_spec().signature_name();
-      auto classes = run_classify(servable, signature, examples, context, timed_runner(model, "classify"));
-      auto* result = response->mutable_result();
-      for (const auto& row : classes) {
-        auto* c = result->add_classifications();
-        for (const auto& cs : row) {
-          auto* cls = c->add_classes();
-          cls->set_label(cs.label);
-          cls->set_score(cs.score);
-        }
-      }
+      run(servable, signature, examples, context, timed_runner(model, api), response->mutable_result());
       fill_spec(*servable, signature_or_default(signature), response->mutable_model_spec());
       return servable->version;
     });
   }
 
+  grpc::Status Classify(grpc::ServerContext*, const pb::ClassificationRequest* request,
+                        pb::ClassificationResponse* response) override {
+    return serve_examples("classify", request, response,
+                          [](const ServableHandle& servable, const std::string& signature,
+                             const std::vector<std::string>& examples, const std::string& context,
+                             const SignatureRunner& run, pb::ClassificationResult* result) {
+                            for (const auto& row : run_classify(servable, signature, examples, context, run)) {
+                              auto* c = result->add_classifications();
+                              for (const auto& cs : row) {
+                                auto* cls = c->add_classes();
+                                cls->set_label(cs.label);
+                                cls->set_score(cs.score);
+                              }
+                            }
+                          });
+  }
+
   grpc::Status Regress(grpc::ServerContext*, const pb::RegressionRequest* request,
                        pb::RegressionResponse* response) override {
-    const std::string& model = request->model_spec().name();
-    return serve("regress", model, [&]() -> int64_t {
-      require_spec(request->has_model_spec());
-      ServableHandle servable = manager.get(spec_from_proto(request->model_spec()));
-      std::vector<std::string> examples;
-      std::string context;
-      examples_from_input(request->input(), &examples, &context);
-      const std::string& signature = request->model_spec().signature_name();
-      auto values = run_regress(servable, signature, examples, context, timed_runner(model, "regress"));
-      auto* result = response->mutable_result();
-      for (float v : values) result->add_regressions()->set_value(v);
-      fill_spec(*servable, signature_or_default(signature), response->mutable_model_spec());
-      return servable->version;
-    });
+    return serve_examples("regress", request, response,
+                          [](const ServableHandle& servable, const std::string& signature,
+                             const std::vector<std::string>& examples, const std::string& context,
+                             const SignatureRunner& run, pb::RegressionResult* result) {
+                            for (float v : run_regress(servable, signature, examples, context, run))
+                              result->add_regressions()->set_value(v);
+                          });
   }
 
   grpc::Status MultiInference(grpc::ServerContext*, const pb::MultiInferenceRequest*,
