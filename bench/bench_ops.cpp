@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // deepflow's benchmarks (Google Benchmark): matmul, conv2d, elementwise, reductions,
-// softmax, eager dispatch and a small training step.
+// transposes, softmax, eager dispatch and a small training step.
 //
 // Every benchmark reports one headline number that scripts/run-bench.sh joins with
 // the PyTorch peer (bench/peers/torch_peer.py) by name:
@@ -14,6 +14,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -297,6 +298,35 @@ void bm_mlp_step(benchmark::State& state) {
   for (auto _ : state) step();
 }
 
+// transpose (the NCHW <-> NHWC layout changes ONNX import makes): GB/s (2 * bytes), and as a
+// counter memcpy's GB/s on the same bytes and threads, timed call by call in between (outside
+// the transpose's timing), so both see the same load.
+void bm_transpose(benchmark::State& state, Shape shape, Axes perm) {
+  Tensor a = uniform(shape, DType::Float32, -1, 1, 11);
+  Tensor o(shape, DType::Float32);
+  const int64_t n = a.size();
+  if (!warm_up(state, [&] { transpose(a, perm); })) return;
+  auto time = [](auto&& f) {
+    auto t0 = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  std::vector<double> t_copy;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(transpose(a, perm));
+    state.PauseTiming();
+    t_copy.push_back(time([&] {
+      parallel_for(n, kParallelGrain, [&](int64_t b, int64_t e) {
+        std::memcpy(o.data<float>() + b, a.data<float>() + b, size_t(e - b) * sizeof(float));
+      });
+    }));
+    state.ResumeTiming();
+  }
+  set_rate(state, "GB", 2.0 * 4.0 * double(n));
+  std::nth_element(t_copy.begin(), t_copy.begin() + long(t_copy.size() / 2), t_copy.end());
+  state.counters["memcpy_GB/s"] = 2.0 * 4.0 * double(n) * 1e-9 / t_copy[t_copy.size() / 2];
+}
+
 void register_all() {
   using benchmark::kMicrosecond;
   using benchmark::kMillisecond;
@@ -318,6 +348,12 @@ void register_all() {
   benchmark::RegisterBenchmark("clone_16M", bm_clone)->UseRealTime()->Unit(kMillisecond);
   benchmark::RegisterBenchmark("add_16M", bm_add)->UseRealTime()->Unit(kMillisecond);
   benchmark::RegisterBenchmark("add_vs_copy_16M", bm_add_vs_copy)->UseRealTime()->Unit(kMillisecond);
+  benchmark::RegisterBenchmark("transpose_8x56x56x64_to_nchw", bm_transpose, Shape{8, 56, 56, 64}, Axes{0, 3, 1, 2})
+      ->UseRealTime()->Unit(kMicrosecond);
+  benchmark::RegisterBenchmark("transpose_8x64x56x56_to_nhwc", bm_transpose, Shape{8, 64, 56, 56}, Axes{0, 2, 3, 1})
+      ->UseRealTime()->Unit(kMicrosecond);
+  benchmark::RegisterBenchmark("transpose_8x3x224x224_to_nhwc", bm_transpose, Shape{8, 3, 224, 224}, Axes{0, 2, 3, 1})
+      ->UseRealTime()->Unit(kMicrosecond);
   benchmark::RegisterBenchmark("relu_16M", bm_relu)->UseRealTime()->Unit(kMillisecond);
   benchmark::RegisterBenchmark("reduce_sum_16M", bm_reduce_sum)->UseRealTime()->Unit(kMillisecond);
   benchmark::RegisterBenchmark("max_pool_grad_64x28x28x32_2x2", bm_max_pool_grad)

@@ -45,6 +45,8 @@ struct PassOptions {
   bool fuse_matmul = true;
   bool fold_batch_norm = true;
   bool fuse_elementwise = true;
+  bool sink_transposes = true;
+  bool fuse_conv = true;
   /// Constant folding leaves nodes whose outputs exceed this many elements (together) alone.
   int64_t max_folded_elements = 1 << 20;
 };
@@ -88,6 +90,21 @@ int fold_batch_norm(Graph& g, std::vector<ValueRef>* keep = nullptr);
 /// last-dim rows, whose intermediates have one user each, becomes one fused_elementwise node
 /// evaluated in one blocked loop. Scalar constants become immediates of the program.
 int fuse_elementwise(Graph& g, std::vector<ValueRef>* keep = nullptr);
+/// Layout: moves transposes towards the graph outputs past ops that commute with them
+/// (unary elementwise ops, casts, binary ops whose other input is a constant, which is
+/// transposed to match, or is transposed by the same perm; concat, reductions and pads, whose
+/// axes are renumbered) so that inverse pairs meet and cancel, as the NCHW <-> NHWC pairs that
+/// ONNX import puts around each conv and pool do. A transpose is moved only where that
+/// removes a transpose or does not add one (a value with several users is moved only when
+/// every user is). Results are bit-identical.
+int sink_transposes(Graph& g, std::vector<ValueRef>* keep = nullptr);
+/// conv2d (float32, constant filter) -> add of a bias [c_out] (on the last dim) -> relu /
+/// relu6 / clip by constant scalars / elu / sigmoid / tanh / leaky_relu, where the
+/// intermediates have no other users, becomes one fused_conv2d; a pad of the spatial dims
+/// with zeros in front of a VALID conv2d (also ONNX's pad of NCHW then transpose) becomes
+/// its explicit padding. A constant-filter conv with nothing to fuse becomes a fused_conv2d
+/// too, so its filter is reordered for oneDNN once and cached. elu means alpha 1 (TF's).
+int fuse_conv(Graph& g, std::vector<ValueRef>* keep = nullptr);
 
 // --- the fused primitives (ops/fused.cpp), also callable directly ---
 
@@ -95,6 +112,22 @@ int fuse_elementwise(Graph& g, std::vector<ValueRef>* keep = nullptr);
 /// activation "" (none), "relu", "tanh", "sigmoid" or "gelu" (the exact erf form).
 Tensor fused_matmul(const Tensor& a, const Tensor& b, const Tensor& bias = Tensor(), bool transpose_a = false,
                     bool transpose_b = false, const std::string& activation = "");
+/// act(conv2d(input, filters) + bias) in one oneDNN primitive (bias add and activation
+/// are post-ops). input [n, h, w, c_in], filters [kh, kw, c_in / groups, c_out] (grouped and
+/// depthwise when c_in / groups < c_in), bias [c_out] or undefined -> [n, oh, ow, c_out].
+/// padding "SAME", "VALID" or "EXPLICIT" with explicit_paddings {top, bottom, left, right};
+/// activation "" (none), "relu", "relu6", "clip" (to [clip_min, clip_max]), "elu",
+/// "sigmoid", "tanh" or "leaky_relu" (slope alpha).
+struct FusedConvOptions {
+  std::vector<int64_t> strides{1, 1};
+  std::string padding = "VALID";
+  std::vector<int64_t> explicit_paddings;
+  std::vector<int64_t> dilations{1, 1};
+  std::string activation;
+  double alpha = 0.2, clip_min = 0, clip_max = 6;
+};
+Tensor fused_conv2d(const Tensor& input, const Tensor& filters, const Tensor& bias = Tensor(),
+                    const FusedConvOptions& options = {});
 /// Evaluates a postfix program (deepflow/graph/passes/program.h) elementwise over inputs.
 Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& program);
 

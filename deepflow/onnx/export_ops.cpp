@@ -445,6 +445,50 @@ void conv2d(NodeExport& e) {
   to_nhwc(e.cx, y, e.out_name(0));
 }
 
+// act(conv2d(x, w) + bias): one Conv (the bias as its B input, EXPLICIT padding as pads) and
+// the activation on the NCHW result, before the transpose back.
+void fused_conv2d(NodeExport& e) {
+  const Shape& x = e.in_type(0).shape;
+  const Shape& w = e.in_type(1).shape;
+  DF_CHECK(x[3] >= 0 && w[2] > 0 && w[0] >= 0 && w[1] >= 0, e.describe(),
+           ": needs the input channels and the filter shape known, got input ", x, ", filters ", w);
+  const auto& s = e.attr_ints("strides");
+  const auto& d = e.attr_ints("dilations");
+  const std::vector<int64_t> k{w[0], w[1]};
+  const DType t = e.out_type(0).dtype;
+  std::vector<std::string> ins{to_nchw(e.cx, e.in[0]), oihw(e, 1)};
+  if (e.attr_bool("has_bias")) ins.push_back(e.in[2]);
+  std::string y = e.cx.fresh(e.node.name + "_nchw");
+  NodeProto* n = e.cx.add("Conv", ins, {y});
+  set_attr(n, "kernel_shape", k);
+  set_attr(n, "strides", s);
+  set_attr(n, "dilations", d);
+  set_attr(n, "group", x[3] / w[2]);
+  if (e.attr_string("padding") == "EXPLICIT") {
+    const auto& p = e.attr_ints("explicit_paddings");  // {top, bottom, left, right}
+    set_attr(n, "pads", std::vector<int64_t>{p[0], p[2], p[1], p[3]});
+  } else {
+    set_padding(n, e.attr_string("padding"), x, k, s, d);
+  }
+  const std::string act = e.attr_string("activation");
+  if (!act.empty()) {
+    std::string z = y;
+    y = e.cx.fresh(e.node.name + "_act");
+    if (act == "relu6" || act == "clip") {
+      const bool clip = act == "clip";
+      e.cx.add("Clip", {z, e.cx.scalar(clip ? e.attr_float("clip_min") : 0.0, t),
+                        e.cx.scalar(clip ? e.attr_float("clip_max") : 6.0, t)}, {y});
+    } else if (act == "elu") {
+      set_attr(e.cx.add("Elu", {z}, {y}), "alpha", 1.f);
+    } else if (act == "leaky_relu") {
+      set_attr(e.cx.add("LeakyRelu", {z}, {y}), "alpha", float(e.attr_float("alpha")));
+    } else {
+      activation(e.cx, act, z, t, y);  // relu, sigmoid, tanh
+    }
+  }
+  to_nhwc(e.cx, y, e.out_name(0));
+}
+
 // conv2d_backprop_input(filters, dy) with input_sizes: ConvTranspose with explicit pads and
 // output_padding so that its output is exactly input_sizes.
 void conv2d_backprop_input(NodeExport& e) {
@@ -646,6 +690,7 @@ const std::map<OpId, ExportFn>& export_table() {
     t[OpId::ScatterNd] = scatter_nd;
     t[OpId::UnsortedSegmentSum] = unsorted_segment_sum;
     t[OpId::Conv2D] = conv2d;
+    t[OpId::FusedConv2D] = fused_conv2d;
     t[OpId::Conv2DBackpropInput] = conv2d_backprop_input;
     t[OpId::MaxPool] = pool;
     t[OpId::AvgPool] = pool;

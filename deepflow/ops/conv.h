@@ -77,6 +77,19 @@ inline ConvGeometry conv_geometry(const Shape& input, const Shape& filters, cons
           input[3] / std::max<int64_t>(filters[2], 1), strides[0], strides[1], dilations[0], dilations[1],
           r.out, c.out, r.pad_before, c.pad_before, r.pad_after, c.pad_after};
 }
+/// The geometry of a conv2d whose padding may also be "EXPLICIT": explicit_paddings holds
+/// {top, bottom, left, right} (fused_conv2d); "SAME" and "VALID" as conv_geometry.
+inline ConvGeometry conv_geometry(const Shape& input, const Shape& filters, const std::vector<int64_t>& strides,
+                                  const std::string& padding, const std::vector<int64_t>& dilations,
+                                  const std::vector<int64_t>& explicit_paddings) {
+  ConvGeometry g = conv_geometry(input, filters, strides, padding == "EXPLICIT" ? "VALID" : padding, dilations);
+  if (padding != "EXPLICIT" || explicit_paddings.size() != 4) return g;
+  g.pad_top = explicit_paddings[0], g.pad_bottom = explicit_paddings[1];
+  g.pad_left = explicit_paddings[2], g.pad_right = explicit_paddings[3];
+  g.oh = window_dim(g.h + g.pad_top + g.pad_bottom, g.kh, g.sh, g.dh, false).out;
+  g.ow = window_dim(g.w + g.pad_left + g.pad_right, g.kw, g.sw, g.dw, false).out;
+  return g;
+}
 /// The geometry of a valid pooling call over `input` [n, h, w, c].
 inline ConvGeometry pool_geometry(const Shape& input, const std::vector<int64_t>& ksize,
                                   const std::vector<int64_t>& strides, const std::string& padding) {

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Fused primitives that graph passes create (deepflow/graph/passes.h); they can also be
-// called directly. Both differentiate by replaying their parts with the public ops, so a
+// called directly. They differentiate by replaying their parts with the public ops, so a
 // fused training graph is differentiable (to any order) like the unfused one.
 #include <cmath>
 #include <numbers>
 
 #include "deepflow/graph/passes.h"
 #include "deepflow/graph/passes/program.h"
+#include "deepflow/ops/conv.h"
 #include "deepflow/ops/infer_util.h"
 #include "deepflow/ops/ops.h"
 
@@ -70,6 +71,138 @@ TensorList vjp_fused_matmul(const OpCall& c, const TensorList& g) {
   TensorList ab{a, b}, outs{y};
   TensorList d = mm.vjp(OpCall{&mm, ab, &mm_attrs, outs}, {dz});
   if (has_bias) d.push_back(sum_to(dz, c.in(2)));
+  return d;
+}
+
+// --- fused_conv2d --- input [n,h,w,c_in], filters [kh,kw,c_in/groups,c_out], bias [c_out]
+// (has_bias) -> act(conv2d(input, filters) + bias) [n,oh,ow,c_out]. padding "SAME", "VALID" or
+// "EXPLICIT" (explicit_paddings {top, bottom, left, right}); constant_filter promises that the
+// filters never change between calls (kernels/cpu/conv.cpp keeps their reordered copy).
+bool known_conv_activation(const std::string& a) {
+  return a.empty() || a == "relu" || a == "relu6" || a == "clip" || a == "elu" || a == "sigmoid" || a == "tanh" ||
+         a == "leaky_relu";
+}
+
+void check_hw_pair(const OpCall& c, const char* attr) {
+  const auto& v = c.attr_ints(attr);
+  DF_CHECK(v.size() == 2 && v[0] > 0 && v[1] > 0, "[fused_conv2d] ", attr, " must be two positive ints {h, w}, got ",
+           attr_to_string(c.attr(attr)));
+}
+
+// One spatial output dim over the input padded by (before, after); unknown stays unknown.
+int64_t fused_out_dim(int64_t in, int64_t k, int64_t s, int64_t d, const std::string& padding, int64_t before,
+                      int64_t after, const Shape& x, const Shape& w) {
+  if (in < 0 || k < 0) return kUnknownDim;
+  if (padding == "SAME") return detail::window_dim(in, k, s, d, true).out;
+  const int64_t padded = in + before + after, eff = (k - 1) * d + 1;
+  DF_CHECK(padded >= eff, "[fused_conv2d] the window (", k, " dilated by ", d, ") does not fit input size ", in,
+           " padded by ", before, " + ", after, " (input ", x, ", filters ", w, ", padding ", padding, ")");
+  return detail::window_dim(padded, k, s, d, false).out;
+}
+
+void infer_fused_conv2d(const OpCall& c, TypeList& out) {
+  const bool has_bias = c.attr_bool("has_bias");
+  DF_CHECK(c.num_inputs() == (has_bias ? 3 : 2), "[fused_conv2d] takes ", has_bias ? 3 : 2, " inputs (has_bias is ",
+           has_bias ? "true" : "false", "), got ", c.num_inputs());
+  const std::string& act = c.attr_string("activation");
+  DF_CHECK(known_conv_activation(act), "[fused_conv2d] unknown activation \"", act,
+           "\" (expected \"\", \"relu\", \"relu6\", \"clip\", \"elu\", \"sigmoid\", \"tanh\" or \"leaky_relu\")");
+  DF_CHECK(act != "clip" || c.attr_float("clip_min") <= c.attr_float("clip_max"), "[fused_conv2d] clip_min ",
+           c.attr_float("clip_min"), " is greater than clip_max ", c.attr_float("clip_max"));
+  detail::check_float(c, c.in(0), "input");
+  detail::check_same_dtype(c, c.in(0), c.in(1));
+  const Shape &x = c.in(0).shape(), &w = c.in(1).shape();
+  DF_CHECK(x.rank() == 4, "[fused_conv2d] expects a rank-4 input [n, h, w, c_in], got ", x);
+  DF_CHECK(w.rank() == 4, "[fused_conv2d] expects rank-4 filters [kh, kw, c_in / groups, c_out], got ", w);
+  check_hw_pair(c, "strides");
+  check_hw_pair(c, "dilations");
+  const std::string& padding = c.attr_string("padding");
+  const auto& ep = c.attr_ints("explicit_paddings");
+  DF_CHECK(padding == "SAME" || padding == "VALID" || padding == "EXPLICIT",
+           "[fused_conv2d] padding must be \"SAME\", \"VALID\" or \"EXPLICIT\", got \"", padding, "\"");
+  if (padding == "EXPLICIT") {
+    DF_CHECK(ep.size() == 4 && ep[0] >= 0 && ep[1] >= 0 && ep[2] >= 0 && ep[3] >= 0,
+             "[fused_conv2d] EXPLICIT padding needs explicit_paddings = 4 non-negative ints {top, bottom, left, ",
+             "right}, got ", attr_to_string(c.attr("explicit_paddings")));
+  } else {
+    DF_CHECK(ep.empty(), "[fused_conv2d] explicit_paddings ", attr_to_string(c.attr("explicit_paddings")),
+             " given with padding \"", padding, "\" (only EXPLICIT takes them)");
+  }
+  const int64_t ci = x[3], fi = w[2], co = w[3];
+  if (ci >= 0 && fi >= 0) {
+    DF_CHECK(fi > 0 && ci % fi == 0, "[fused_conv2d] input channels ", ci, " do not match filter in-channels ", fi,
+             " (input ", x, ", filters ", w, ")");
+    if (co >= 0)
+      DF_CHECK(co % (ci / fi) == 0, "[fused_conv2d] output channels ", co, " are not divisible by groups ", ci / fi,
+               " (input ", x, ", filters ", w, ")");
+  }
+  if (has_bias) {
+    const Tensor& bias = c.in(2);
+    DF_CHECK(bias.dtype() == c.in(0).dtype(), "[fused_conv2d] bias is ", dtype_name(bias.dtype()), bias.shape(),
+             ", input is ", dtype_name(c.in(0).dtype()), x);
+    DF_CHECK(bias.rank() == 1 && bias.shape().compatible_with(Shape{co}), "[fused_conv2d] bias must be [", co,
+             "] (the output channels of filters ", w, "), got ", bias.shape());
+  }
+  const auto& s = c.attr_ints("strides");
+  const auto& d = c.attr_ints("dilations");
+  const bool e = padding == "EXPLICIT";
+  out.push_back({c.in(0).dtype(),
+                 Shape{x[0], fused_out_dim(x[1], w[0], s[0], d[0], padding, e ? ep[0] : 0, e ? ep[1] : 0, x, w),
+                       fused_out_dim(x[2], w[1], s[1], d[1], padding, e ? ep[2] : 0, e ? ep[3] : 0, x, w), co}});
+}
+
+// The conv2d's and pad's own vjps on the pre-activation gradient dz; dz from y where the
+// activation allows it, else from the pre-activation z recomputed with the public ops. The
+// masks follow the tie rules of the composites the pass fuses (relu'(0) = 0, clip passes the
+// gradient at both bounds, elu'(0) = 1, leaky_relu'(0) = alpha).
+TensorList vjp_fused_conv2d(const OpCall& c, const TensorList& g) {
+  const Tensor &x = c.in(0), &w = c.in(1), &y = c.out(0);
+  const bool has_bias = c.attr_bool("has_bias"), explicit_pad = c.attr_string("padding") == "EXPLICIT";
+  const std::string& act = c.attr_string("activation");
+  Attrs conv_attrs{{"strides", c.attr_ints("strides")},
+                   {"padding", explicit_pad ? std::string("VALID") : c.attr_string("padding")},
+                   {"dilations", c.attr_ints("dilations")}};
+  Attrs pad_attrs;
+  Tensor xp = x;
+  if (explicit_pad) {
+    const auto& ep = c.attr_ints("explicit_paddings");
+    pad_attrs = Attrs{{"paddings", std::vector<int64_t>{0, 0, ep[0], ep[1], ep[2], ep[3], 0, 0}},
+                      {"constant_value", 0.0}};
+    xp = dispatch1(OpId::Pad, {x}, pad_attrs);
+  }
+  auto pre_activation = [&] {
+    Tensor z = dispatch1(OpId::Conv2D, {xp, w}, conv_attrs);
+    return has_bias ? z + c.in(2) : z;
+  };
+  Tensor dz = g[0];
+  if (act == "relu" || act == "tanh" || act == "sigmoid") {
+    const OpDef& d = op_def(act == "relu" ? OpId::Relu : act == "tanh" ? OpId::Tanh : OpId::Sigmoid);
+    TensorList io{y};
+    Attrs none;
+    dz = d.vjp(OpCall{&d, io, &none, io}, {g[0]})[0];
+  } else if (act == "relu6" || act == "clip") {
+    const Tensor z = pre_activation();
+    const bool clip = act == "clip";
+    const double lo = clip ? c.attr_float("clip_min") : 0.0, hi = clip ? c.attr_float("clip_max") : 6.0;
+    const Tensor lo_ok = clip ? greater_equal(z, scalar_like(z, lo)) : greater(z, scalar_like(z, lo));
+    const Tensor hi_ok = clip ? less_equal(z, scalar_like(z, hi)) : less(z, scalar_like(z, hi));
+    dz = where(logical_and(lo_ok, hi_ok), g[0], zeros_like(g[0]));
+  } else if (act == "elu") {
+    const Tensor z = pre_activation();
+    dz = where(less(z, scalar_like(z, 0)), g[0] * (y + 1.0), g[0]);
+  } else if (act == "leaky_relu") {
+    const Tensor z = pre_activation();
+    dz = where(greater(z, scalar_like(z, 0)), g[0], g[0] * c.attr_float("alpha"));
+  }
+  const OpDef& conv = op_def(OpId::Conv2D);
+  TensorList xw{xp, w}, zs{y};
+  TensorList d = conv.vjp(OpCall{&conv, xw, &conv_attrs, zs}, {dz});
+  if (explicit_pad) {
+    const OpDef& p = op_def(OpId::Pad);
+    TensorList xs{x}, xps{xp};
+    d[0] = p.vjp(OpCall{&p, xs, &pad_attrs, xps}, {d[0]})[0];
+  }
+  if (has_bias) d.push_back(reduce_sum(dz, {0, 1, 2}));
   return d;
 }
 
@@ -144,6 +277,13 @@ DF_DEFINE_OP(FusedMatMul, {.num_inputs = -1,
                            .attrs = {{"transpose_a", false}, {"transpose_b", false}, {"activation", ""},
                                      {"has_bias", false}},
                            .infer = infer_fused_matmul, .vjp = vjp_fused_matmul});
+DF_DEFINE_OP(FusedConv2D, {.num_inputs = -1,
+                           .attrs = {{"strides", std::vector<int64_t>{1, 1}}, {"padding", "VALID"},
+                                     {"explicit_paddings", std::vector<int64_t>{}},
+                                     {"dilations", std::vector<int64_t>{1, 1}}, {"activation", ""}, {"alpha", 0.2},
+                                     {"clip_min", 0.0}, {"clip_max", 6.0}, {"has_bias", false},
+                                     {"constant_filter", false}},
+                           .infer = infer_fused_conv2d, .vjp = vjp_fused_conv2d});
 DF_DEFINE_OP(FusedElementwise, {.num_inputs = -1, .attrs = {AttrSpec::required_of("program", AttrKind::String)},
                                 .infer = infer_fused_elementwise, .vjp = vjp_fused_elementwise});
 
@@ -153,6 +293,20 @@ Tensor fused_matmul(const Tensor& a, const Tensor& b, const Tensor& bias, bool t
               {"has_bias", bias.defined()}};
   if (bias.defined()) return dispatch1(OpId::FusedMatMul, {a, b, bias}, attrs);
   return dispatch1(OpId::FusedMatMul, {a, b}, attrs);
+}
+
+Tensor fused_conv2d(const Tensor& input, const Tensor& filters, const Tensor& bias, const FusedConvOptions& o) {
+  auto pair = [](const char* what, const Axes& v) {
+    if (v.size() == 1) return std::vector<int64_t>{v[0], v[0]};
+    DF_CHECK(v.size() == 2, "[fused_conv2d] ", what, " must be 1 or 2 ints {h, w}, got ", attr_to_string(AttrValue(v)));
+    return std::vector<int64_t>(v);
+  };
+  Attrs attrs{{"strides", pair("strides", o.strides)}, {"padding", o.padding},
+              {"explicit_paddings", o.explicit_paddings}, {"dilations", pair("dilations", o.dilations)},
+              {"activation", o.activation}, {"alpha", o.alpha}, {"clip_min", o.clip_min}, {"clip_max", o.clip_max},
+              {"has_bias", bias.defined()}};
+  if (bias.defined()) return dispatch1(OpId::FusedConv2D, {input, filters, bias}, attrs);
+  return dispatch1(OpId::FusedConv2D, {input, filters}, attrs);
 }
 
 Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& program) {

@@ -265,7 +265,7 @@ TEST(Passes, ConvBatchNormFoldsForInference) {
   });
   Tensor x = rnd({2, 6, 6, 2}, -1, 1, 13);
   TensorList want = run(*g, {x});
-  auto opt = optimize(*g, {.fuse_elementwise = false});
+  auto opt = optimize(*g, {.fuse_elementwise = false, .fuse_conv = false});
   EXPECT_EQ(count_op(*opt, OpId::FusedBatchNorm), 0) << opt->to_string();
   EXPECT_EQ(count_op(*opt, OpId::Conv2D), 2);
   EXPECT_EQ(count_op(*opt, OpId::Mul), 0) << opt->to_string();
@@ -417,6 +417,8 @@ TEST(PassesOnRandomGraphs, SameResultsWithEveryPassAndEachPassOff) {
   off("fuse_matmul", &PassOptions::fuse_matmul);
   off("fold_batch_norm", &PassOptions::fold_batch_norm);
   off("fuse_elementwise", &PassOptions::fuse_elementwise);
+  off("sink_transposes", &PassOptions::sink_transposes);
+  off("fuse_conv", &PassOptions::fuse_conv);
   int shrunk = 0;
   for (uint64_t seed = 1; seed <= 25; ++seed) {
     auto g = random_graph(seed);

@@ -10,10 +10,17 @@ Attrs fm(const char* act, bool bias, bool ta = false, bool tb = false) {
   return {{"transpose_a", ta}, {"transpose_b", tb}, {"activation", std::string(act)}, {"has_bias", bias}};
 }
 Attrs prog(const char* p) { return {{"program", std::string(p)}}; }
+using V = std::vector<int64_t>;
+// fused_conv2d's attributes: padding, activation, bias; the rest through `more`.
+Attrs fc(const char* padding, const char* act, bool bias, Attrs more = {}) {
+  Attrs a{{"padding", std::string(padding)}, {"activation", std::string(act)}, {"has_bias", bias}};
+  for (const auto& [k, v] : more.items()) a.set(k, v);
+  return a;
+}
 }  // namespace
 
 DF_OP_CASES(fused) {
-  return {
+  std::vector<OpCase> rows = {
       // fused_matmul: every activation, with and without bias, transposes, batches.
       {.name = "fused_matmul/bias", .op = "fused_matmul", .inputs = {in({3, 4}), in({4, 5}), in({5})},
        .attrs = fm("", true)},
@@ -43,6 +50,65 @@ DF_OP_CASES(fused) {
        .attrs = fm("swish", false), .error = "[fused_matmul] unknown activation \"swish\""},
       {.name = "fused_matmul/inner-mismatch", .op = "fused_matmul", .inputs = {in({3, 4}), in({5, 5})},
        .attrs = fm("", false), .error = "[fused_matmul] [matmul] inner dimensions differ"},
+      // fused_conv2d: every padding kind and activation, groups, depthwise, the cached filter.
+      {.name = "fused_conv2d/same-bias", .op = "fused_conv2d", .inputs = {in({2, 5, 5, 3}), in({3, 3, 3, 4}), in({4})},
+       .attrs = fc("SAME", "", true)},
+      {.name = "fused_conv2d/explicit-tanh", .op = "fused_conv2d",
+       .inputs = {in({1, 6, 5, 2}), in({3, 2, 2, 3}), in({3})},
+       .attrs = fc("EXPLICIT", "tanh", true, {{"explicit_paddings", V{1, 2, 0, 1}}, {"strides", V{2, 1}}})},
+      {.name = "fused_conv2d/valid-sigmoid-dilated", .op = "fused_conv2d",
+       .inputs = {in({1, 7, 7, 2}), in({2, 2, 2, 3})},
+       .attrs = fc("VALID", "sigmoid", false, {{"dilations", V{2, 2}}})},
+      {.name = "fused_conv2d/explicit-elu", .op = "fused_conv2d",
+       .inputs = {in({2, 4, 4, 2}), in({2, 2, 2, 3}), in({3})},
+       .attrs = fc("EXPLICIT", "elu", true, {{"explicit_paddings", V{0, 1, 1, 0}}}), .rtol = 1e-4, .atol = 1e-5},
+      {.name = "fused_conv2d/grouped-relu", .op = "fused_conv2d",
+       .inputs = {in({1, 5, 5, 4}), in({3, 3, 2, 6}), in({6})},
+       .attrs = fc("SAME", "relu", true), .gradcheck = false},
+      {.name = "fused_conv2d/depthwise-relu6", .op = "fused_conv2d",
+       .inputs = {in({2, 6, 6, 3}, -4, 4), in({3, 3, 1, 6}, -2, 2), in({6}, -3, 3)},
+       .attrs = fc("SAME", "relu6", true, {{"strides", V{2, 2}}}), .gradcheck = false},
+      {.name = "fused_conv2d/clip", .op = "fused_conv2d", .inputs = {in({1, 4, 4, 8}), in({1, 1, 8, 8}), in({8})},
+       .attrs = fc("VALID", "clip", true, {{"clip_min", -0.5}, {"clip_max", 0.5}}), .gradcheck = false},
+      {.name = "fused_conv2d/leaky-relu", .op = "fused_conv2d", .inputs = {in({1, 4, 4, 2}), in({3, 3, 2, 2})},
+       .attrs = fc("EXPLICIT", "leaky_relu", false, {{"explicit_paddings", V{1, 1, 1, 1}}, {"alpha", 0.1}}),
+       .gradcheck = false},
+      {.name = "fused_conv2d/relu-grad", .op = "fused_conv2d",
+       .inputs = {in_fixed(f64({1, -2, 0.5, 3, -1, 2, 0.25, -0.5, 1.5}, {1, 3, 3, 1})),
+                  in_fixed(f64({1, -1, 0.5, 2}, {2, 2, 1, 1})), in_fixed(f64({0.3}, {1}))},
+       .attrs = fc("VALID", "relu", true)},
+      {.name = "fused_conv2d/clip-grad", .op = "fused_conv2d",
+       .inputs = {in_fixed(f64({1, -2, 0.5, 3, -1, 2, 0.25, -0.5, 1.5}, {1, 3, 3, 1})),
+                  in_fixed(f64({1, -1, 0.5, 2}, {2, 2, 1, 1})), in_fixed(f64({0.25}, {1}))},
+       .attrs = fc("VALID", "clip", true, {{"clip_min", -1.3}, {"clip_max", 3.1}})},
+      {.name = "fused_conv2d/constant-filter", .op = "fused_conv2d",
+       .inputs = {in({2, 9, 9, 16}), in({3, 3, 16, 32}, -0.5, 0.5), in({32})},
+       .attrs = fc("EXPLICIT", "relu", true, {{"explicit_paddings", V{1, 1, 1, 1}}, {"constant_filter", true}}),
+       .gradcheck = false, .rtol = 1e-4, .atol = 1e-4},
+      {.name = "fused_conv2d/large-depthwise", .op = "fused_conv2d",
+       .inputs = {in({2, 12, 12, 32}), in({3, 3, 1, 32}), in({32})},
+       .attrs = fc("SAME", "relu6", true, {{"constant_filter", true}}), .gradcheck = false, .rtol = 1e-4,
+       .atol = 1e-4},
+      {.name = "fused_conv2d/bad-bias", .op = "fused_conv2d", .inputs = {in({1, 4, 4, 2}), in({3, 3, 2, 5}), in({4})},
+       .attrs = fc("SAME", "", true),
+       .error = "[fused_conv2d] bias must be [5] (the output channels of filters [3,3,2,5]), got [4]"},
+      {.name = "fused_conv2d/bad-activation", .op = "fused_conv2d", .inputs = {in({1, 4, 4, 2}), in({3, 3, 2, 5})},
+       .attrs = fc("SAME", "swish", false), .error = "[fused_conv2d] unknown activation \"swish\""},
+      {.name = "fused_conv2d/bad-explicit", .op = "fused_conv2d", .inputs = {in({1, 4, 4, 2}), in({3, 3, 2, 5})},
+       .attrs = fc("EXPLICIT", "", false, {{"explicit_paddings", V{1, 1, -1, 1}}}),
+       .error = "[fused_conv2d] EXPLICIT padding needs explicit_paddings = 4 non-negative ints"},
+      {.name = "fused_conv2d/paddings-without-explicit", .op = "fused_conv2d",
+       .inputs = {in({1, 4, 4, 2}), in({3, 3, 2, 5})},
+       .attrs = fc("SAME", "", false, {{"explicit_paddings", V{1, 1, 1, 1}}}),
+       .error = "[fused_conv2d] explicit_paddings [1,1,1,1] given with padding \"SAME\""},
+      {.name = "fused_conv2d/clip-bounds", .op = "fused_conv2d", .inputs = {in({1, 4, 4, 2}), in({3, 3, 2, 5})},
+       .attrs = fc("SAME", "clip", false, {{"clip_min", 2.0}, {"clip_max", 1.0}}),
+       .error = "[fused_conv2d] clip_min 2 is greater than clip_max 1"},
+      {.name = "fused_conv2d/window-too-big", .op = "fused_conv2d", .inputs = {in({1, 2, 4, 2}), in({4, 3, 2, 5})},
+       .attrs = fc("EXPLICIT", "", false, {{"explicit_paddings", V{0, 1, 0, 0}}}),
+       .error = "[fused_conv2d] the window (4 dilated by 1) does not fit input size 2 padded by 0 + 1"},
+      {.name = "fused_conv2d/channels", .op = "fused_conv2d", .inputs = {in({1, 4, 4, 3}), in({3, 3, 2, 4})},
+       .attrs = fc("SAME", "", false), .error = "[fused_conv2d] input channels 3 do not match filter in-channels 2"},
       // fused_elementwise: chains with scalars, immediates and rows; every op the programs use.
       {.name = "fused_elementwise/bias-relu", .op = "fused_elementwise", .inputs = {in_away({3, 4}, 0.1), in({4})},
        .attrs = prog("$0 $1 add relu"), .gradcheck = false},
@@ -71,10 +137,21 @@ DF_OP_CASES(fused) {
       {.name = "fused_matmul/fn", .op = "fused_matmul",
        .inputs = {in({3, 4}), in({4, 2}), in({2})},
        .fn = [](const TensorList& x) { return TensorList{fused_matmul(x[0], x[1], x[2], false, false, "tanh")}; }},
+      {.name = "fused_conv2d/fn", .op = "fused_conv2d", .inputs = {in({1, 5, 5, 2}), in({3, 3, 2, 3}), in({3})},
+       .fn = [](const TensorList& x) {
+         return TensorList{fused_conv2d(x[0], x[1], x[2],
+                                        {.strides = {2}, .padding = "EXPLICIT", .explicit_paddings = {1, 0, 0, 1},
+                                         .activation = "tanh"})};
+       }},
       {.name = "fused_elementwise/fn", .op = "fused_elementwise",
        .inputs = {in({3, 4}), in({3, 4})},
        .fn = [](const TensorList& x) { return TensorList{fused_elementwise({x[0], x[1]}, "$0 $1 mul sigmoid")}; }},
   };
+  // As conv2d's rows: with every leading dim unknown the filters get an unknown kh, and the
+  // filter gradient needs the filter shape.
+  for (OpCase& r : rows)
+    if (r.op == "fused_conv2d" && r.gradcheck) r.graph_unknown_dims = false;
+  return rows;
 }
 
 }  // namespace deepflow::testing

@@ -15,6 +15,7 @@ std::shared_ptr<Graph> optimize(const Graph& g, const PassOptions& o, std::vecto
     if (o.cse) changes += eliminate_common_subexpressions(h, keep);
     if (o.constant_folding) changes += fold_constants(h, keep, o.max_folded_elements);
     if (o.algebraic) changes += simplify_algebra(h, keep);
+    if (o.sink_transposes) changes += sink_transposes(h, keep);
     if (o.dce) eliminate_dead_code(h, keep);
     if (!changes) break;
   }
@@ -22,6 +23,7 @@ std::shared_ptr<Graph> optimize(const Graph& g, const PassOptions& o, std::vecto
   // goes before the elementwise chains so that a bias add and its activation join the matmul.
   if (o.fold_batch_norm && fold_batch_norm(h, keep) && o.cse) eliminate_common_subexpressions(h, keep);
   if (o.fuse_matmul) fuse_matmul(h, keep);
+  if (o.fuse_conv) fuse_conv(h, keep);
   if (o.fuse_elementwise) fuse_elementwise(h, keep);
   if (o.dce) eliminate_dead_code(h, keep);
   return out;

@@ -9,9 +9,19 @@
 // place, so reordered weights are not kept across calls). Primitives are cached
 // by geometry and dtype in a small LRU; a call oneDNN cannot implement (float64,
 // float16 without hardware support, empty tensors) falls back to the next kernel.
+//
+// fused_conv2d (float32) is one convolution_forward with the bias and an eltwise post-op.
+// The one exception to "reorder per call": when its attribute constant_filter is set (the
+// fuse_conv pass sets it for filters that are const nodes, whose tensors nobody writes), the
+// reordered filter is kept in a byte-bounded LRU keyed by the filter buffer's address and the
+// layout the primitive wants. An entry holds only a weak reference to the buffer's storage, so
+// a freed filter (whose address the allocator may hand out again) never matches an entry.
+// Whoever sets constant_filter by hand promises the same: the filter's bytes never change.
 #include <bit>
 #include <cstdint>
+#include <list>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <type_traits>
 #include <unordered_map>
@@ -189,6 +199,154 @@ void onednn_conv(const OpCall& c, TensorList& out) {
   }
   p->prim.execute(s, args);
   if (p->reorder && id == OpId::Conv2DBackpropFilter) p->reorder->execute(s, w, user_w);
+  s.wait();
+}
+
+// --- fused_conv2d ---
+
+// Reordered constant filters (see the file comment), at most kCapacityBytes of them.
+class FilterCache {
+ public:
+  static constexpr size_t kCapacityBytes = size_t(256) << 20;
+
+  // The filter in layout `want`, reordered by `reorder` on a miss.
+  Tensor get(const Tensor& filters, const dn::memory::desc& want, const dn::reorder& reorder,
+             const dn::memory::desc& user) {
+    const void* addr = filters.raw_data();
+    const std::shared_ptr<Storage>& storage = filters.impl_ptr()->storage;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto it = lru_.begin(); it != lru_.end(); ++it)
+        if (it->addr == addr && it->weights == want && it->storage.lock() == storage) {
+          lru_.splice(lru_.begin(), lru_, it);
+          return it->reordered;
+        }
+    }
+    Tensor out = scratch_tensor(want.get_size());  // slow: outside the lock
+    dn::memory src(user, cpu_engine(), filters.raw_data()), dst(want, cpu_engine(), out.raw_data());
+    reorder.execute(thread_stream(), src, dst);
+    thread_stream().wait();
+    std::lock_guard<std::mutex> lock(mu_);
+    // Entries of freed filters can never match again: drop them first.
+    for (auto it = lru_.begin(); it != lru_.end();) {
+      if (it->storage.expired()) {
+        bytes_ -= it->bytes;
+        it = lru_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    lru_.push_front({addr, want, storage, out, out.nbytes()});
+    bytes_ += out.nbytes();
+    while (bytes_ > kCapacityBytes && lru_.size() > 1) {
+      bytes_ -= lru_.back().bytes;
+      lru_.pop_back();
+    }
+    return out;
+  }
+
+ private:
+  struct Entry {
+    const void* addr;
+    dn::memory::desc weights;
+    std::weak_ptr<Storage> storage;
+    Tensor reordered;
+    size_t bytes;
+  };
+  std::mutex mu_;
+  std::list<Entry> lru_;  // a model has tens to hundreds of filters: a scan costs less than a run
+  size_t bytes_ = 0;
+};
+
+FilterCache& filter_cache() {
+  static auto* c = new FilterCache;  // never destroyed: kernels may run at exit
+  return *c;
+}
+
+ConvGeometry fused_geometry(const OpCall& c) {
+  return detail::conv_geometry(c.in(0).shape(), c.in(1).shape(), c.attr_ints("strides"), c.attr_string("padding"),
+                               c.attr_ints("dilations"), c.attr_ints("explicit_paddings"));
+}
+
+// The eltwise post-op of an activation: {algorithm, alpha, beta}; false for none.
+bool activation_post_op(const OpCall& c, dn::algorithm& alg, float& alpha, float& beta) {
+  const std::string& act = c.attr_string("activation");
+  alpha = beta = 0.f;
+  if (act.empty()) return false;
+  if (act == "relu") {
+    alg = dn::algorithm::eltwise_relu;
+  } else if (act == "leaky_relu") {
+    alg = dn::algorithm::eltwise_relu, alpha = float(c.attr_float("alpha"));
+  } else if (act == "relu6" || act == "clip") {
+    alg = dn::algorithm::eltwise_clip;
+    alpha = act == "clip" ? float(c.attr_float("clip_min")) : 0.f;
+    beta = act == "clip" ? float(c.attr_float("clip_max")) : 6.f;
+  } else if (act == "elu") {
+    alg = dn::algorithm::eltwise_elu, alpha = 1.f;
+  } else if (act == "sigmoid") {
+    alg = dn::algorithm::eltwise_logistic;
+  } else {
+    alg = dn::algorithm::eltwise_tanh;
+  }
+  return true;
+}
+
+PrimPtr fused_prim(const OpCall& c) {
+  if (c.in(0).dtype() != DType::Float32 || has_empty(c)) return nullptr;
+  const ConvGeometry g = fused_geometry(c);
+  if (g.n * g.h * g.w * g.oh * g.ow * g.co == 0) return nullptr;
+  const bool has_bias = c.attr_bool("has_bias");
+  dn::algorithm alg{};
+  float alpha = 0, beta = 0;
+  const bool act = activation_post_op(c, alg, alpha, beta);
+  const std::string key = detail::cat(geometry_key(c.name(), DType::Float32, g), ' ', has_bias, ' ',
+                                      c.attr_string("activation"), ' ', alpha, ' ', beta);
+  return cache().get(key, [&]() -> PrimPtr {
+    const DT dt = DT::f32;
+    const dn::memory::desc bias = has_bias ? dn::memory::desc({g.co}, dt, Tag::a) : dn::memory::desc();
+    dn::convolution_forward::desc d(dn::prop_kind::forward_inference, dn::algorithm::convolution_direct,
+                                    src_md(g, dt), any_weights_md(g, dt), bias, dst_md(g, dt), strides_of(g),
+                                    dilations_of(g), pad_l(g), pad_r(g));
+    dn::primitive_attr attr = user_scratchpad();
+    if (act) {
+      dn::post_ops po;
+      po.append_eltwise(1.f, alg, alpha, beta);
+      attr.set_post_ops(po);
+    }
+    dn::convolution_forward::primitive_desc pd(d, attr, cpu_engine());
+    return finish(pd, dn::convolution_forward(pd), pd.weights_desc(), g, dt, false);
+  });
+}
+
+bool fused_supported(const OpCall& c) { return fused_prim(c) != nullptr; }
+
+void onednn_fused_conv(const OpCall& c, TensorList& out) {
+  PrimPtr p = fused_prim(c);
+  const ConvGeometry g = fused_geometry(c);
+  const DT dt = DT::f32;
+  dn::engine& eng = cpu_engine();
+  dn::stream& s = thread_stream();
+  const Tensor& filters = c.in(1);
+  const dn::memory::desc user = hwio_md(g, dt);
+  Tensor w_buf;
+  dn::memory w(user, eng, filters.raw_data());
+  if (p->reorder && c.attr_bool("constant_filter")) {
+    w_buf = filter_cache().get(filters, p->weights, *p->reorder, user);
+    w = dn::memory(p->weights, eng, w_buf.raw_data());
+  } else if (p->reorder) {
+    w_buf = scratch_tensor(p->weights.get_size());
+    dn::memory user_w = w;
+    w = dn::memory(p->weights, eng, w_buf.raw_data());
+    p->reorder->execute(s, user_w, w);
+  }
+  Tensor pad = scratch_tensor(p->scratchpad.get_size());
+  std::unordered_map<int, dn::memory> args{
+      {DNNL_ARG_SRC, dn::memory(src_md(g, dt), eng, c.in(0).raw_data())},
+      {DNNL_ARG_WEIGHTS, w},
+      {DNNL_ARG_DST, dn::memory(dst_md(g, dt), eng, out[0].raw_data())},
+      {DNNL_ARG_SCRATCHPAD, dn::memory(p->scratchpad, eng, pad.raw_data())}};
+  if (c.attr_bool("has_bias")) args.insert({DNNL_ARG_BIAS, dn::memory({{g.co}, dt, Tag::a}, eng, c.in(2).raw_data())});
+  p->prim.execute(s, args);
   s.wait();
 }
 
@@ -401,6 +559,8 @@ DF_REGISTER_KERNEL(Conv2DBackpropInput, {.name = "cpu:onednn", .priority = kCpuP
                                          .supports = conv_supported, .run = onednn_conv});
 DF_REGISTER_KERNEL(Conv2DBackpropFilter, {.name = "cpu:onednn", .priority = kCpuPriority,
                                           .supports = conv_supported, .run = onednn_conv});
+DF_REGISTER_KERNEL(FusedConv2D, {.name = "cpu:onednn", .priority = kCpuPriority, .supports = fused_supported,
+                                 .run = onednn_fused_conv});
 DF_REGISTER_KERNEL(MaxPool, {.name = "cpu:onednn", .priority = kCpuPriority, .supports = pool_supported,
                              .run = onednn_pool});
 DF_REGISTER_KERNEL(AvgPool, {.name = "cpu:onednn", .priority = kCpuPriority, .supports = pool_supported,

@@ -5,6 +5,8 @@
 // Strings (std::string elements) must be copied by assignment: concat, slice and
 // tile do that through copy_run; transpose, pad and broadcast_to leave them to the
 // reference kernels.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -55,6 +57,56 @@ int64_t row_grain(int64_t row_elems, int64_t rows, bool strings) {
 }
 
 // --- transpose ---
+// Tiles of 32 input-contiguous by 128 output-contiguous elements (16 KiB each way at most):
+// long output rows keep the stores streaming when the output stride spans pages.
+constexpr int64_t kTileB = 32, kTileA = 128;
+
+// out[i * so + j] = in[j * si + i] for an 8x8 block of 4-byte elements, in AVX2 registers.
+inline void transpose8x8(const uint32_t* in, int64_t si, uint32_t* out, int64_t so) {
+  auto ld = [&](int k) { return _mm256_loadu_ps(reinterpret_cast<const float*>(in + k * si)); };
+  const __m256 r0 = ld(0), r1 = ld(1), r2 = ld(2), r3 = ld(3), r4 = ld(4), r5 = ld(5), r6 = ld(6), r7 = ld(7);
+  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+  const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  auto st = [&](int k, __m256 v) { _mm256_storeu_ps(reinterpret_cast<float*>(out + k * so), v); };
+  st(0, _mm256_permute2f128_ps(u0, u4, 0x20));
+  st(1, _mm256_permute2f128_ps(u1, u5, 0x20));
+  st(2, _mm256_permute2f128_ps(u2, u6, 0x20));
+  st(3, _mm256_permute2f128_ps(u3, u7, 0x20));
+  st(4, _mm256_permute2f128_ps(u0, u4, 0x31));
+  st(5, _mm256_permute2f128_ps(u1, u5, 0x31));
+  st(6, _mm256_permute2f128_ps(u2, u6, 0x31));
+  st(7, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
+// out[i * so + j] = in[j * si + i] for i < ni, j < nj (one tile, a few KiB): 8x8 register
+// blocks for 4-byte elements, plain loops for the edges and other sizes.
+template <class T>
+void transpose_tile(const T* in, int64_t si, T* out, int64_t so, int64_t ni, int64_t nj) {
+  int64_t i0 = 0;
+  if constexpr (sizeof(T) == 4) {
+    const int64_t nj8 = nj / 8 * 8;
+    if (nj8 > 0)
+      for (; i0 + 8 <= ni; i0 += 8) {
+        for (int64_t j0 = 0; j0 < nj8; j0 += 8) transpose8x8(in + j0 * si + i0, si, out + i0 * so + j0, so);
+        for (int64_t i = i0; i < i0 + 8; ++i)
+          for (int64_t j = nj8; j < nj; ++j) out[i * so + j] = in[j * si + i];
+      }
+  }
+  if (nj == 3 && so == 3) {  // RGB images to channels-last: a constant the compiler unrolls
+    for (int64_t i = i0; i < ni; ++i)
+      for (int64_t j = 0; j < 3; ++j) out[i * 3 + j] = in[j * si + i];
+    return;
+  }
+  for (int64_t i = i0; i < ni; ++i)
+    for (int64_t j = 0; j < nj; ++j) out[i * so + j] = in[j * si + i];
+}
+
 // Size-1 dims are dropped and input dims that stay adjacent in the output are
 // merged, so [n,h,w,c] -> [n,c,h,w] becomes a batch of 2-D transposes.
 void cpu_transpose(const OpCall& c, TensorList& out) {
@@ -128,22 +180,28 @@ void cpu_transpose(const OpCall& c, TensorList& out) {
     using T = decltype(tag);
     const T* px = static_cast<const T*>(x.raw_data());
     T* po = static_cast<T*>(o.raw_data());
-    // Output position of the input's innermost dim (contiguous reads).
+    // A batch of 2-D transposes: output dim pb holds the input's innermost dim (contiguous
+    // reads), output dim pa the output's innermost (contiguous writes).
     int pb = 0;
     while (p[size_t(pb)] != n - 1) ++pb;
-    const int pa = n - 1;  // output innermost dim (contiguous writes)
+    const int pa = n - 1;
     const int64_t na = od[size_t(pa)], nb = od[size_t(pb)], sa = ois[size_t(pa)], osb = os[size_t(pb)];
-    // Outer index over the other output dims.
     std::vector<int> outer;
     for (int k = 0; k < n; ++k)
       if (k != pa && k != pb) outer.push_back(k);
     int64_t n_outer = 1;
     for (int k : outer) n_outer *= od[size_t(k)];
-    constexpr int64_t kTile = 32;
-    const int64_t tiles_b = (nb + kTile - 1) / kTile;
-    parallel_for(n_outer * tiles_b, row_grain(kTile * na), [&](int64_t tb, int64_t te) {
+    // Short output rows (RGB to channels-last: 3) take proportionally more of them per tile.
+    const int64_t tile_b = na >= kTileA ? kTileB : std::max<int64_t>(kTileB, kTileB * kTileA / na / 8 * 8);
+    const int64_t tiles_b = (nb + tile_b - 1) / tile_b;
+    const int64_t tiles_a = (na + kTileA - 1) / kTileA;
+    const int64_t tile_elems = std::min(nb, tile_b) * std::min(na, kTileA);
+    // Tasks run (outer, b tile, a tile) with the a tile fastest: consecutive tiles write on
+    // along the same output rows.
+    parallel_for(n_outer * tiles_b * tiles_a, row_grain(tile_elems), [&](int64_t tb, int64_t te) {
       for (int64_t t = tb; t < te; ++t) {
-        int64_t rem = t / tiles_b, ib = (t % tiles_b) * kTile, in_base = 0, out_base = 0;
+        const int64_t ta = t % tiles_a, tbb = (t / tiles_a) % tiles_b;
+        int64_t rem = t / tiles_a / tiles_b, in_base = 0, out_base = 0;
         for (int q = int(outer.size()) - 1; q >= 0; --q) {
           const int k = outer[size_t(q)];
           const int64_t idx = rem % od[size_t(k)];
@@ -151,19 +209,9 @@ void cpu_transpose(const OpCall& c, TensorList& out) {
           in_base += idx * ois[size_t(k)];
           out_base += idx * os[size_t(k)];
         }
-        const int64_t ni = std::min(nb, ib + kTile) - ib;
-        // Through a small buffer, so both sides touch each cache line once: power-of-two
-        // strides would otherwise map a tile's lines onto one L1 set.
-        T buf[kTile][kTile];
-        for (int64_t ja = 0; ja < na; ja += kTile) {
-          const int64_t nj = std::min(na, ja + kTile) - ja;
-          for (int64_t j = 0; j < nj; ++j) {
-            const T* src = px + in_base + (ja + j) * sa + ib;
-            for (int64_t i = 0; i < ni; ++i) buf[i][j] = src[i];
-          }
-          for (int64_t i = 0; i < ni; ++i)
-            std::memcpy(po + out_base + (ib + i) * osb + ja, buf[i], size_t(nj) * sizeof(T));
-        }
+        const int64_t ib = tbb * tile_b, ja = ta * kTileA;
+        transpose_tile(px + in_base + ja * sa + ib, sa, po + out_base + ib * osb + ja, osb,
+                       std::min(nb - ib, tile_b), std::min(na - ja, kTileA));
       }
     });
   });

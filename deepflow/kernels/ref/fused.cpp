@@ -10,6 +10,7 @@
 #include "deepflow/kernels/binary_functors.h"
 #include "deepflow/kernels/kernel.h"
 #include "deepflow/kernels/ref/ref_util.h"
+#include "deepflow/ops/conv.h"
 
 namespace deepflow {
 namespace {
@@ -55,6 +56,53 @@ void ref_fused_matmul(const OpCall& c, TensorList& out) {
           po[i * n + j] = scalar_t(activate<CT>(act, z));
         }
     }
+  });
+}
+
+// --- fused_conv2d --- the reference conv2d's loop (double accumulation) over the explicitly
+// padded geometry, + bias, then the activation in the compute type, as the unfused ops do.
+template <class T> T conv_activate(const std::string& act, T z, double alpha, double lo, double hi) {
+  if (act == "relu6") return fn::Minimum::f(T(6), z < 0 ? T(0) : z);  // relu6's composite: min(6, relu(z))
+  if (act == "clip") return fn::Minimum::f(fn::Maximum::f(z, T(lo)), T(hi));
+  if (act == "elu") return z < 0 ? std::expm1(z) : z;
+  if (act == "leaky_relu") return z > 0 ? z : z * T(alpha);
+  return activate(act, z);
+}
+
+void ref_fused_conv2d(const OpCall& c, TensorList& out) {
+  const detail::ConvGeometry g =
+      detail::conv_geometry(c.in(0).shape(), c.in(1).shape(), c.attr_ints("strides"), c.attr_string("padding"),
+                            c.attr_ints("dilations"), c.attr_ints("explicit_paddings"));
+  const bool has_bias = c.attr_bool("has_bias");
+  const std::string& act = c.attr_string("activation");
+  const double alpha = c.attr_float("alpha"), lo = c.attr_float("clip_min"), hi = c.attr_float("clip_max");
+  const int64_t cig = g.ci / g.groups, cog = g.co / g.groups;
+  DF_DISPATCH_FLOAT(c.in(0).dtype(), c.name(), [&] {
+    using CT = compute_t<scalar_t>;
+    const scalar_t *x = c.in(0).data<scalar_t>(), *w = c.in(1).data<scalar_t>();
+    const scalar_t* bias = has_bias ? c.in(2).data<scalar_t>() : nullptr;
+    scalar_t* y = out[0].data<scalar_t>();
+    for (int64_t n = 0; n < g.n; ++n)
+      for (int64_t oh = 0; oh < g.oh; ++oh)
+        for (int64_t ow = 0; ow < g.ow; ++ow)
+          for (int64_t co = 0; co < g.co; ++co) {
+            const int64_t grp = co / cog;
+            double acc = 0;
+            for (int64_t kh = 0; kh < g.kh; ++kh) {
+              const int64_t ih = oh * g.sh - g.pad_top + kh * g.dh;
+              if (ih < 0 || ih >= g.h) continue;
+              for (int64_t kw = 0; kw < g.kw; ++kw) {
+                const int64_t iw = ow * g.sw - g.pad_left + kw * g.dw;
+                if (iw < 0 || iw >= g.w) continue;
+                for (int64_t ci = 0; ci < cig; ++ci)
+                  acc += double(CT(x[((n * g.h + ih) * g.w + iw) * g.ci + grp * cig + ci])) *
+                         double(CT(w[((kh * g.kw + kw) * cig + ci) * g.co + co]));
+              }
+            }
+            CT z = CT(acc);  // rounded once, as conv2d's output
+            if (bias) z = z + CT(bias[co]);
+            y[((n * g.oh + oh) * g.ow + ow) * g.co + co] = scalar_t(conv_activate<CT>(act, z, alpha, lo, hi));
+          }
   });
 }
 
@@ -126,5 +174,6 @@ void ref_fused_elementwise(const OpCall& c, TensorList& out) {
 
 DF_REGISTER_KERNEL(FusedMatMul, {.run = ref_fused_matmul});
 DF_REGISTER_KERNEL(FusedElementwise, {.run = ref_fused_elementwise});
+DF_REGISTER_KERNEL(FusedConv2D, {.run = ref_fused_conv2d});
 
 }  // namespace deepflow
