@@ -1,20 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
 // Load and latency client for the gRPC Predict API (TF Serving's PredictionService).
 //
-//   grpc_bench <address|inproc> <model> <input shape> <concurrency> <seconds> [saved_model_dir]
-//   grpc_bench inproc dense 1,784 1 5                  # in-process server, dense 784->512
+//   grpc_bench <spawn|inproc|address> <model> <input shape> <concurrency> <seconds> [saved_model_dir]
+//   grpc_bench spawn dense 1,784 1 5                   # server in a child process, dense 784->512
 //   grpc_bench 127.0.0.1:8500 dense 1,784 8 10 /models/dense/1
 //
 // Sends Predict requests with one float32 input "x" of the given shape (random values,
-// tensor_content encoding) from `concurrency` threads, each on its own channel, for
+// tensor_content encoding) from `concurrency` threads, each on its own plain channel, for
 // `seconds`, and prints p50 / p99 latency and throughput. The model's own compute time is
-// measured in the same program by calling the signature directly (in-process: the model
-// the server serves; otherwise the SavedModel at saved_model_dir), and the server
-// overhead is p50 - compute p50.
+// measured in the same program by calling the signature directly (the model the server
+// serves, or the SavedModel at saved_model_dir), and the server overhead is p50 - compute
+// p50. CPU time per request (server and client apart when the server is a child) stays
+// meaningful on a shared machine where wall-clock latency does not.
 //
-// "inproc" writes a dense 784 -> 512 SavedModel (input shape [-1, 784]) into a temp dir
-// and serves it with ModelManager + GrpcServer on a free loopback port in this process.
+// "spawn" writes a dense 784 -> 512 SavedModel (input shape [-1, 784]) into a temp dir and
+// serves it with ModelManager + GrpcServer from a child process (this program re-run with
+// --serve) on a free loopback port: client and server in two processes, as deployed.
+// "inproc" serves it from this process instead; it is not the headline figure: grpc's
+// epoll1 poller is one per process, so server threads read the client's socket and hand
+// responses over to the client thread (about 7 context switches per call against 2.8).
 #include <grpcpp/grpcpp.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,8 +30,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,6 +45,8 @@
 #include "deepflow/serving/predict.h"
 #include "deepflow/serving/tensor_proto.h"
 #include "serving_apis.grpc.pb.h"
+
+extern char** environ;
 
 namespace {
 
@@ -68,23 +81,112 @@ double compute_p50_us(const io::SavedModel& model, const Tensor& x, double secon
   return percentile(us, 0.5);
 }
 
+// A plain channel, as a TF Serving client opens one (no tuning: the client's cost is part
+// of the latency measured); load threads each get their own connection.
+std::shared_ptr<grpc::Channel> make_channel(const std::string& address, bool own_connection) {
+  grpc::ChannelArguments args;
+  if (own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetMaxReceiveMessageSize(-1);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+// This process's CPU seconds (user + system, every thread) and context switches: on a
+// shared machine the cost per request stays meaningful when wall-clock latency does not.
+struct Usage {
+  double cpu_s = 0;
+  double switches = 0;
+  static Usage now() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return {double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec),
+            double(u.ru_nvcsw + u.ru_nivcsw)};
+  }
+};
+
+// --serve <base> <name>: the child's side. Prints the port, then answers each "usage"
+// line on stdin with its CPU seconds and context switches; exits on EOF.
+int serve_child(const std::string& base, const std::string& name) {
+  serving::ManagerOptions options;
+  options.poll_seconds = 0;
+  serving::ModelManager manager(serving::single_model(name, base), options);
+  manager.start();
+  serving::GrpcServer server(manager, serving::run_signature_directly, nullptr,
+                             serving::GrpcOptions{.address = "127.0.0.1:0"});
+  server.start();
+  std::cout << server.port() << std::endl;
+  for (std::string line; std::getline(std::cin, line);) {
+    Usage u = Usage::now();
+    std::cout << u.cpu_s << " " << u.switches << std::endl;
+  }
+  server.shutdown();
+  return 0;
+}
+
+// The parent's side: the child on two pipes.
+class ServerProcess {
+ public:
+  ServerProcess(const std::string& base, const std::string& name) {
+    int in[2], out[2];
+    if (::pipe(in) != 0 || ::pipe(out) != 0) throw std::runtime_error("[grpc_bench] pipe failed");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    posix_spawn_file_actions_addclose(&actions, in[1]);
+    posix_spawn_file_actions_addclose(&actions, out[0]);
+    std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+    std::vector<std::string> args{self, "--serve", base, name};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    int rc = posix_spawn(&pid_, self.c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(in[0]);
+    ::close(out[1]);
+    if (rc != 0) throw std::runtime_error(std::string("[grpc_bench] cannot start the server: ") + std::strerror(rc));
+    to_ = ::fdopen(in[1], "w");
+    from_ = ::fdopen(out[0], "r");
+    if (std::fscanf(from_, "%d", &port_) != 1) throw std::runtime_error("[grpc_bench] the server did not start");
+  }
+  ~ServerProcess() {
+    std::fclose(to_);  // EOF: the child shuts down
+    std::fclose(from_);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+  }
+  int port() const { return port_; }
+  Usage usage() {
+    std::fputs("usage\n", to_);
+    std::fflush(to_);
+    Usage u;
+    if (std::fscanf(from_, "%lf %lf", &u.cpu_s, &u.switches) != 2)
+      throw std::runtime_error("[grpc_bench] lost the server");
+    return u;
+  }
+
+ private:
+  pid_t pid_ = 0;
+  int port_ = 0;
+  FILE* to_ = nullptr;
+  FILE* from_ = nullptr;
+};
+
 struct LoadResult {
   std::vector<double> latencies_us;
+  Usage usage;         // this process, over the measured window
+  Usage server_usage;  // the child server, over the same window (spawn only)
   int64_t errors = 0;
   std::string first_error;
 };
 
-LoadResult run_load(const std::string& address, const pb::PredictRequest& request, int concurrency, double seconds) {
+LoadResult run_load(const std::string& address, const pb::PredictRequest& request, int concurrency, double seconds,
+                    ServerProcess* child) {
   std::vector<LoadResult> results(concurrency);
   std::atomic<bool> measuring{false}, stop{false};
   std::vector<std::thread> threads;
   for (int t = 0; t < concurrency; ++t) {
     threads.emplace_back([&, t] {
-      grpc::ChannelArguments args;
-      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // one connection per thread
-      args.SetMaxReceiveMessageSize(-1);
-      auto stub = pb::PredictionService::NewStub(
-          grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+      auto stub = pb::PredictionService::NewStub(make_channel(address, true));
       pb::PredictResponse response;
       LoadResult& r = results[t];
       while (!stop.load(std::memory_order_relaxed)) {
@@ -102,12 +204,18 @@ LoadResult run_load(const std::string& address, const pb::PredictRequest& reques
     });
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // connect and warm up
+  Usage s0 = child ? child->usage() : Usage{};
+  Usage u0 = Usage::now();
   measuring = true;
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   measuring = false;
+  Usage u1 = Usage::now();
+  Usage s1 = child ? child->usage() : Usage{};
   stop = true;
   for (auto& t : threads) t.join();
   LoadResult all;
+  all.usage = {u1.cpu_s - u0.cpu_s, u1.switches - u0.switches};
+  all.server_usage = {s1.cpu_s - s0.cpu_s, s1.switches - s0.switches};
   for (auto& r : results) {
     all.latencies_us.insert(all.latencies_us.end(), r.latencies_us.begin(), r.latencies_us.end());
     all.errors += r.errors;
@@ -127,12 +235,14 @@ void save_dense_model(const std::string& dir, int64_t in, int64_t out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 4 && std::string(argv[1]) == "--serve") return serve_child(argv[2], argv[3]);
   if (argc < 6) {
-    std::fprintf(stderr, "usage: %s <address|inproc> <model> <input shape, e.g. 1,784> <concurrency> <seconds> "
+    std::fprintf(stderr, "usage: %s <spawn|inproc|address> <model> <input shape, e.g. 1,784> <concurrency> <seconds> "
                          "[saved_model_dir]\n", argv[0]);
     return 2;
   }
   std::string address = argv[1], model_name = argv[2];
+  const std::string mode = address;
   std::vector<int64_t> dims = parse_shape(argv[3]);
   int concurrency = std::atoi(argv[4]);
   double seconds = std::atof(argv[5]);
@@ -140,22 +250,29 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<serving::ModelManager> manager;
   std::unique_ptr<serving::GrpcServer> server;
+  std::unique_ptr<ServerProcess> child;
   std::string tmp;
-  if (address == "inproc") {
+  if (mode == "inproc" || mode == "spawn") {
     tmp = (std::filesystem::temp_directory_path() / ("grpc_bench_" + std::to_string(::getpid()))).string();
     std::filesystem::remove_all(tmp);
-    model_dir = tmp + "/" + model_name + "/1";
-    std::filesystem::create_directories(tmp + "/" + model_name);
+    const std::string base = tmp + "/" + model_name;
+    model_dir = base + "/1";
+    std::filesystem::create_directories(base);
     save_dense_model(model_dir, 784, 512);
     serving::ManagerOptions options;
     options.poll_seconds = 0;
-    manager = std::make_unique<serving::ModelManager>(serving::single_model(model_name, tmp + "/" + model_name),
-                                                      options);
+    // Also in spawn mode: the handler figure below runs on the same servable, here.
+    manager = std::make_unique<serving::ModelManager>(serving::single_model(model_name, base), options);
     manager->start();
-    server = std::make_unique<serving::GrpcServer>(*manager, serving::run_signature_directly, nullptr,
-                                                   serving::GrpcOptions{.address = "127.0.0.1:0"});
-    server->start();
-    address = "127.0.0.1:" + std::to_string(server->port());
+    if (mode == "spawn") {
+      child = std::make_unique<ServerProcess>(base, model_name);
+      address = "127.0.0.1:" + std::to_string(child->port());
+    } else {
+      server = std::make_unique<serving::GrpcServer>(*manager, serving::run_signature_directly, nullptr,
+                                                     serving::GrpcOptions{.address = "127.0.0.1:0"});
+      server->start();
+      address = "127.0.0.1:" + std::to_string(server->port());
+    }
   }
 
   Tensor x = random_normal(Shape(dims), 0, 1, DType::Float32, 7);
@@ -185,39 +302,67 @@ int main(int argc, char** argv) {
   }
 
   // gRPC's own round trip with almost no server work: Predict on an unknown model
-  // (NOT_FOUND), one client.
+  // (NOT_FOUND), one client on a plain channel.
   double floor_us = 0;
+  Usage floor_client, floor_server;
+  const int floor_calls = 2500;
   {
-    auto stub = pb::PredictionService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    auto stub = pb::PredictionService::NewStub(make_channel(address, false));
     pb::PredictRequest none;
     none.mutable_model_spec()->set_name("__no_such_model__");
     pb::PredictResponse response;
     std::vector<double> us;
-    for (int i = 0; i < 3000; ++i) {
+    Usage u0, s0;
+    for (int i = 0; i < 500 + floor_calls; ++i) {
+      if (i == 500) {
+        s0 = child ? child->usage() : Usage{};
+        u0 = Usage::now();
+      }
       grpc::ClientContext ctx;
       auto t0 = Clock::now();
       stub->Predict(&ctx, none, &response);
       if (i >= 500) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
     }
+    Usage u1 = Usage::now();
+    Usage s1 = child ? child->usage() : Usage{};
     floor_us = percentile(us, 0.5);
+    floor_client = {u1.cpu_s - u0.cpu_s, u1.switches - u0.switches};
+    floor_server = {s1.cpu_s - s0.cpu_s, s1.switches - s0.switches};
   }
 
-  LoadResult r = run_load(address, request, concurrency, seconds);
+  LoadResult r = run_load(address, request, concurrency, seconds, child.get());
   double p50 = percentile(r.latencies_us, 0.5), p99 = percentile(r.latencies_us, 0.99);
-  std::printf("grpc Predict %s model=%s shape=%s concurrency=%d seconds=%.1f\n", address.c_str(), model_name.c_str(),
-              argv[3], concurrency, seconds);
+  const double n = double(std::max<size_t>(1, r.latencies_us.size()));
+  // Per request: CPU us and context switches, of the client (and of the server when it
+  // is a child; inproc: one figure for both).
+  auto costs = [&](const Usage& client, const Usage& srv, double calls) {
+    char text[160];
+    if (child)
+      std::snprintf(text, sizeof text, "server cpu=%.1f us csw=%.1f, client cpu=%.1f us csw=%.1f per request",
+                    srv.cpu_s * 1e6 / calls, srv.switches / calls, client.cpu_s * 1e6 / calls, client.switches / calls);
+    else
+      std::snprintf(text, sizeof text, "process cpu=%.1f us csw=%.1f per request%s", client.cpu_s * 1e6 / calls,
+                    client.switches / calls, server ? " (client and server)" : " (client)");
+    return std::string(text);
+  };
+  std::printf("grpc Predict %s (%s) model=%s shape=%s concurrency=%d seconds=%.1f\n", address.c_str(),
+              mode == "spawn" ? "server in a child process" : mode == "inproc" ? "server in this process" : "remote",
+              model_name.c_str(), argv[3], concurrency, seconds);
   std::printf("  requests=%zu errors=%lld throughput=%.0f req/s\n", r.latencies_us.size(),
               static_cast<long long>(r.errors), double(r.latencies_us.size()) / seconds);
   std::printf("  latency p50=%.1f us p99=%.1f us\n", p50, p99);
+  std::printf("  %s\n", costs(r.usage, r.server_usage, n).c_str());
   if (!model_dir.empty()) {
     std::printf("  compute p50=%.1f us (signature called directly)  overhead=p50-compute=%.1f us\n", compute_us,
                 p50 - compute_us);
   }
-  std::printf("  transport floor p50=%.1f us (Predict on an unknown model, 1 client)\n", floor_us);
+  std::printf("  transport floor p50=%.1f us (Predict on an unknown model, 1 client); %s\n", floor_us,
+              costs(floor_client, floor_server, floor_calls).c_str());
   if (manager) std::printf("  handler p50=%.1f us (get + decode + run_predict + encode, no transport)\n", handler_us);
   if (r.errors) std::printf("  first error: %s\n", r.first_error.c_str());
 
   server.reset();
+  child.reset();
   manager.reset();
   if (!tmp.empty()) std::filesystem::remove_all(tmp);
   return r.errors ? 1 : 0;

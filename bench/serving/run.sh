@@ -97,6 +97,9 @@ runtime() {
 
 field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" <<<"$2"; }
 
+# The server's CPU seconds so far (user + system, all threads).
+cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$pid/stat"; }
+
 run_wrk() {  # threads connections
   BODY_FILE=$work/body.json wrk -t"$1" -c"$2" -d"$duration" -s "$here/predict.lua" "$url" | grep '^RESULT'
 }
@@ -110,8 +113,10 @@ measure() {  # label, serve flags...
   local one
   one=$(run_wrk 1 1)
   read -r s1 c1 < <(runtime)
-  local many
+  local many cpu0 cpu1
+  cpu0=$(cpu_seconds)
   many=$(run_wrk 4 64)
+  cpu1=$(cpu_seconds)
   stop_server
   local p50 compute
   p50=$(field p50_us "$one")
@@ -121,13 +126,21 @@ measure() {  # label, serve flags...
   printf '%-12s c1: p50 %6s us  mean %8s us  compute (mean) %8s us  REST overhead: p50-compute %7s us, mean-compute %7s us\n' \
     "$label" "$p50" "$mean" "$compute" "$(awk -v p="$p50" -v c="$compute" 'BEGIN {printf "%.1f", p - c}')" \
     "$(awk -v p="$mean" -v c="$compute" 'BEGIN {printf "%.1f", p - c}')"
-  printf '%-12s c64: %9s req/s  p50 %7s us  p99 %7s us  (non-2xx %s of %s, socket errors %s)\n' \
-    "$label" "$(field rps "$many")" "$(field p50_us "$many")" "$(field p99_us "$many")" "$(field non2xx "$many")" \
-    "$(field requests "$many")" "$(field socket_errors "$many")"
+  local cpu_per_request
+  cpu_per_request=$(awk -v a="$cpu0" -v b="$cpu1" -v n="$(field requests "$many")" 'BEGIN {printf "%.0f", (b - a) * 1e6 / n}')
+  printf '%-12s c64: %9s req/s  p50 %7s us  p99 %7s us  server cpu %5s us/request  (non-2xx %s of %s, socket errors %s)\n' \
+    "$label" "$(field rps "$many")" "$(field p50_us "$many")" "$(field p99_us "$many")" "$cpu_per_request" \
+    "$(field non2xx "$many")" "$(field requests "$many")" "$(field socket_errors "$many")"
   eval "${label//-/_}_rps=$(field rps "$many")"
+  eval "${label//-/_}_cpu=$cpu_per_request"
 }
 
 echo "deepflow serve REST benchmark: $(nproc) cores, wrk $duration per run, model $(du -sh "$src" | cut -f1) CNN"
 measure no-batching
 measure batching --enable_batching --batching_parameters_file="$work/batching.config"
 awk -v a="$no_batching_rps" -v b="$batching_rps" 'BEGIN {printf "batching throughput ratio at 64 connections: %.2fx\n", b / a}'
+# When the load generator shares the cores (wrk needs about as much CPU as the server
+# here), throughput measures the machine; the server's CPU per request is what batching
+# saves, and its ratio is the throughput ratio a CPU-bound server would reach.
+awk -v a="$no_batching_cpu" -v b="$batching_cpu" \
+  'BEGIN {printf "server cpu per request at 64 connections, no-batching / batching: %.2fx\n", a / b}'

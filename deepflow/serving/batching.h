@@ -8,8 +8,10 @@
 //
 // A batch closes when it holds max_batch_size rows or batch_timeout_micros after its
 // first request arrived, whichever is first; num_batch_threads threads run closed
-// batches. A request whose rows alone exceed max_batch_size is INVALID_ARGUMENT. When
-// max_enqueued_batches batches are already waiting, a new request fails at once with
+// batches, each with an OpenMP team of max(1, OpenMP's threads / num_batch_threads), so
+// that concurrent batches never ask for more threads than the cores. A request whose
+// rows alone exceed max_batch_size is INVALID_ARGUMENT. When max_enqueued_batches
+// batches are already waiting, a new request fails at once with
 // UNAVAILABLE ("[batching] the batch queue is full (max_enqueued_batches N)"), HTTP 503.
 // With allowed_batch_sizes the batch is padded (by repeating its first row) up to the
 // smallest allowed size >= its rows, and padded rows are dropped from the outputs.

@@ -5,6 +5,7 @@
 // holds a batch thread inside a model run so that queues can be filled deterministically.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <omp.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -505,6 +506,44 @@ TEST(ServingBatching, DestructionCompletesRequestsInFlight) {
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10));
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok.load(), 8);
+}
+
+// y = x * 0 + the OpenMP team size the kernel saw.
+OpId team_op() {
+  static const OpId id = [] {
+    OpId op = register_custom_op(OpDef{
+        .name = "batching_test_team",
+        .num_inputs = 1,
+        .infer = [](const OpCall& c, TypeList& out) { out.push_back({c.in(0).dtype(), c.in(0).shape()}); },
+        .non_differentiable = true,
+        .stateful = true,
+    });
+    register_kernel(op, KernelDef{.run = [](const OpCall& c, TensorList& out) {
+                      float* y = out[0].data<float>();
+                      for (int64_t i = 0; i < c.in(0).size(); ++i) y[i] = float(omp_get_max_threads());
+                    }});
+    return op;
+  }();
+  return id;
+}
+
+TEST(ServingBatching, BatchThreadsShareTheCores) {
+  testing::TempDir tmp;
+  std::string dir = base(tmp, "team") + "/1";
+  Function f = function([](const Tensor& x) { return dispatch1(team_op(), {x}); },
+                        {.name = "team", .input_signature = Signature{{DType::Float32, Shape({-1})}}});
+  io::save_saved_model(dir, {{.fn = f.get_concrete_function(), .input_names = {"x"}, .output_names = {"y"}}});
+  ServableHandle s = load(dir, "team");
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(4);  // the threads batching may use, read when a Batcher is built
+  Batcher two({.max_batch_size = 8, .batch_timeout_micros = 0, .num_batch_threads = 2});
+  Batcher three({.max_batch_size = 8, .batch_timeout_micros = 0, .num_batch_threads = 3});
+  omp_set_num_threads(saved);
+  EXPECT_EQ(two.run(s, "serving_default", {{"x", zeros({2})}}).at("y").to_vector<float>(),
+            (std::vector<float>{2, 2}));
+  EXPECT_EQ(three.run(s, "serving_default", {{"x", zeros({1})}}).at("y").to_vector<float>(),
+            (std::vector<float>{1}));
+  EXPECT_EQ(omp_get_max_threads(), saved);
 }
 
 TEST(ServingBatching, ParsesTfServingParameterFiles) {
