@@ -247,14 +247,17 @@ void Model::spawn_locked() {
   if (!wanted_ || !tunable_ || thread_.joinable() || stop_) return;
   thread_ = std::thread([this] {
     // The period starts short so a fresh pipeline is tuned within its first
-    // milliseconds, and doubles so a long run costs next to nothing.
-    std::chrono::milliseconds period(10);
+    // milliseconds (a cheap map that started with threads goes inline before it
+    // has cost much), and doubles so a long run costs next to nothing.
+    std::chrono::microseconds period(1000);
     std::unique_lock<std::mutex> lock(mu_);
     while (!cv_.wait_for(lock, period, [this] { return stop_; })) {
       lock.unlock();
+      const int64_t before = runs_.load();
       optimize();
       lock.lock();
-      period = std::min(period * 2, std::chrono::milliseconds(1000));
+      // Not before the pipeline has produced something to measure.
+      if (runs_.load() > before) period = std::min<std::chrono::microseconds>(period * 2, std::chrono::seconds(1));
     }
   });
 }
@@ -275,7 +278,8 @@ namespace {
 // settings without touching the live atomics.
 struct Snap {
   bool async = false, serial_input = false;
-  double s = 0;          // self time per own element (ns)
+  double s = 0;          // self time per own element (ns), hand-offs excluded
+  double h_c = 0, h_w = 0;  // hand-off cost per element when async: consumer's, workers' (ns)
   double f = 1;          // share of a core the threads working in this subtree use
   double bytes_pe = 0;   // bytes per own element
   int par = -1, buf = -1;  // knob indexes, or -1: fixed
@@ -313,7 +317,7 @@ class Plan {
   double cpu_threads(const std::vector<int64_t>& v) const {
     double t = 0;
     for (const Snap& n : snaps_)
-      if (n.async) t += double(parallelism(n, v)) * n.f;
+      if (n.async && !runs_inline(n, v)) t += double(parallelism(n, v)) * n.f;
     return t;
   }
   double buffered_bytes(const std::vector<int64_t>& v) const {
@@ -330,6 +334,10 @@ class Plan {
   int64_t buffer(const Snap& n, const std::vector<int64_t>& v) const {
     return n.buf >= 0 ? v[size_t(n.buf)] : n.buffer_per_worker * parallelism(n, v);
   }
+  // A tuned knob at 0: the node works on its consumer's thread, as a sync one.
+  bool runs_inline(const Snap& n, const std::vector<int64_t>& v) const {
+    return (n.par >= 0 && v[size_t(n.par)] == 0) || (n.buf >= 0 && v[size_t(n.buf)] == 0);
+  }
 
   // M/M/1/K: the chance the consumer finds the buffer empty, times the producer time.
   static double wait_time(double producer, double consumer, int64_t k) {
@@ -343,17 +351,19 @@ class Plan {
 
   double ot(int i, double c, const std::vector<int64_t>& v) const {
     const Snap& n = snaps_[size_t(i)];
-    const double p = n.async ? double(parallelism(n, v)) : 1;
+    const bool async = n.async && !runs_inline(n, v);
+    const double p = async ? double(parallelism(n, v)) : 1;
     double in_par = 0, in_other = 0;
     for (const Snap::Group& g : n.groups) {
       if (g.ratio <= 0) continue;
-      const double cg = (n.async ? n.s / p : c + n.s) / g.ratio;
+      const double cg = (async ? (n.s + n.h_w) / p : c + n.s) / g.ratio;
       const double t = g.ratio * (g.rep >= 0 ? ot(g.rep, cg, v) : g.retired_pe);
-      (n.async && g.parallel ? in_par : in_other) += t;
+      (async && g.parallel ? in_par : in_other) += t;
     }
-    if (!n.async) return n.s + in_par + in_other;
-    if (n.serial_input) return wait_time(std::max((n.s + in_other) / p, in_other), c, buffer(n, v));
-    return wait_time((n.s + in_par) / p, c, buffer(n, v)) + in_other;
+    if (!async) return n.s + in_par + in_other;
+    const double work = n.s + n.h_w;
+    if (n.serial_input) return n.h_c + wait_time(std::max((work + in_other) / p, in_other), c, buffer(n, v));
+    return n.h_c + wait_time((work + in_par) / p, c, buffer(n, v)) + in_other;
   }
 
   double work(int i) const {
@@ -374,11 +384,20 @@ class Plan {
     std::string parallel_group;
     {
       Snap& n = snaps_.back();
-      n.s = double(node.processing_ns()) / e;
+      const int64_t handoff = node.handoff_ns(), worker_handoff = node.worker_handoff_ns();
+      const int64_t handed = node.handoff_elements();
+      n.s = double(std::max<int64_t>(0, node.processing_ns() - handoff - worker_handoff)) / e;
       n.bytes_pe = double(node.bytes()) / e;
       std::lock_guard<std::mutex> lock(node.mu_);
       n.async = node.kind_ == Node::Kind::Async;
       if (n.async) {
+        // Measured when the node has run async; the prior matters only where the
+        // optimizer may choose inline instead (a knob with a minimum of 0).
+        const bool can_inline = (node.parallelism_ && node.parallelism_->min() == 0) ||
+                                (node.buffer_ && node.buffer_->min() == 0);
+        const double prior = can_inline ? double(kHandoffNs) : 0.0;
+        n.h_c = handed > 0 ? double(handoff) / double(handed) : prior;
+        n.h_w = handed > 0 ? double(worker_handoff) / double(handed) : prior;
         n.serial_input = node.serial_input_;
         n.fixed_par = node.fixed_parallelism_;
         n.buffer_per_worker = node.buffer_per_worker_;
@@ -430,9 +449,20 @@ class Plan {
   double consumer_pe_ = 0;
 };
 
+namespace {
+// Has any iterator of the tree produced an element? (A batch of slow elements may
+// not have, when the first decision is already due.)
+bool produced(const Node& n) {
+  if (n.elements() > 0) return true;
+  for (const auto& c : n.children())
+    if (produced(*c)) return true;
+  return false;
+}
+}  // namespace
+
 double Model::output_time() const {
   std::shared_ptr<Node> r = root();
-  if (!r || r->elements() == 0) return 0;
+  if (!r || !produced(*r)) return 0;
   Plan plan(*r);
   std::vector<int64_t> v;
   for (const Knob& k : plan.knobs()) v.push_back(k.param->value());
@@ -441,7 +471,7 @@ double Model::output_time() const {
 
 void Model::optimize() {
   std::shared_ptr<Node> r = root();
-  if (!r || r->elements() == 0) return;
+  if (!r || !produced(*r)) return;
   Plan plan(*r);
   std::vector<Knob>& knobs = plan.knobs();
   ++runs_;
@@ -457,24 +487,34 @@ void Model::optimize() {
     const bool cpu_bound = ot <= floor;
     int best = -1;
     double best_ot = ot;
+    int64_t best_value = 0;
+    auto fits = [&] { return plan.cpu_threads(v) <= cpu_limit && plan.buffered_bytes(v) <= double(ram_budget_); };
     for (size_t i = 0; i < knobs.size(); ++i) {
       const Parameter& p = *knobs[i].param;
-      if (cpu_bound && p.kind() == Parameter::Kind::Parallelism) continue;
+      const bool threads = p.kind() == Parameter::Kind::Parallelism;
+      if (cpu_bound && threads) continue;
       const int64_t old = v[i];
-      const int64_t next = p.kind() == Parameter::Kind::Parallelism ? old + 1 : std::min(old * 2, p.max());
-      if (next > p.max() || next == old) continue;
-      v[i] = next;
-      const bool fits = plan.cpu_threads(v) <= cpu_limit && plan.buffered_bytes(v) <= double(ram_budget_);
-      const double t = fits ? plan.output_time(v) : ot;
+      // Leaving inline: one thread alone may lose to inline where two win (a
+      // hand-off per element, half the work each), so try every parallelism.
+      int64_t lo = threads ? old + 1 : std::max<int64_t>(1, old * 2), hi = old == 0 && threads ? p.max() : lo;
+      lo = std::min(lo, p.max());
+      int64_t next = old;
+      double t = ot;
+      for (int64_t cand = lo; cand <= hi && cand != old; ++cand) {
+        v[i] = cand;
+        const double tc = fits() ? plan.output_time(v) : ot;
+        if (tc < t) t = tc, next = cand;
+      }
       v[i] = old;
+      if (next == old) continue;
       // A buffer step doubles memory for a gain the queue model shrinks
-      // geometrically, so it must earn more than a thread step.
-      const double min_gain = (p.kind() == Parameter::Kind::Buffer ? 0.05 : 0.01) * (ot + plan.consumer_pe());
-      if (ot - t >= min_gain && t < best_ot) best = int(i), best_ot = t;
+      // geometrically, so it must earn more than a thread step (or than leaving
+      // inline: that adds one buffer slot and a thread).
+      const double min_gain = (!threads && old > 0 ? 0.05 : 0.01) * (ot + plan.consumer_pe());
+      if (ot - t >= min_gain && t < best_ot) best = int(i), best_ot = t, best_value = next;
     }
     if (best < 0) break;
-    const Parameter& p = *knobs[size_t(best)].param;
-    v[size_t(best)] = p.kind() == Parameter::Kind::Parallelism ? v[size_t(best)] + 1 : std::min(v[size_t(best)] * 2, p.max());
+    v[size_t(best)] = best_value;
   }
   for (size_t i = 0; i < knobs.size(); ++i)
     if (knobs[i].param->value() != v[i]) knobs[i].param->set(v[i]);

@@ -14,12 +14,17 @@
 //              an input (Timer) and while a thread blocks (Idle);
 //   cpu / busy the CPU time and busy wall time of an async node's worker threads,
 //              sampled at most every millisecond: their ratio f is the fraction of a
-//              core one busy worker uses (f ~ 1 for compute, ~ 0 for sleeps or I/O).
-// From these, per element: self time s = processing / elements, input ratio
-// r = input elements / own elements, per input group. An iterator that is
-// destroyed (repeat's passes, interleave's exhausted cycle elements) folds its
-// subtree time into its parent's "retired" record of its group, so their cost is
-// still counted.
+//              core one busy worker uses (f ~ 1 for compute, ~ 0 for sleeps or I/O);
+//   handoff    the part of processing an async node spends handing elements between
+//              threads rather than working: on the consumer's side (taking an element:
+//              the lock, waking a worker) and on the workers' (queue slots, locks,
+//              publishing), and the elements it handed off that way.
+// From these, per element: self time s = (processing - handoffs) / elements,
+// hand-off costs h_c and h_w = each side's handoff / handed-off elements
+// (kHandoffNs each before any was measured), and the input ratio r = input
+// elements / own elements, per input group. An iterator that is destroyed
+// (repeat's passes, interleave's exhausted cycle elements) folds its subtree time
+// into its parent's "retired" record of its group, so their cost is still counted.
 //
 // Output time OT(node, c): the expected time the consumer waits in get_next() per
 // element, c being the consumer's own time per element (measured for the root as
@@ -27,23 +32,38 @@
 //   inputs:  I = sum over input groups g of r_g * OT(g, c_g)
 //   sync:    OT = s + I
 //   async with parallelism p and buffer K (map, batch: K = p; prefetch: p = 1):
-//            producer time P = max((s + I) / p, I_serial), where I_serial is the
-//            part of I that is read under one lock (map and batch read their input
-//            in order; interleave's cycle elements are read in parallel), and
-//            OT = P * P(buffer empty), with P(empty) from an M/M/1/K queue:
+//            producer time P = max((s + h_w + I) / p, I_serial), where I_serial is
+//            the part of I that is read under one lock (map and batch read their
+//            input in order; interleave's cycle elements are read in parallel), and
+//            OT = h_c + P * P(buffer empty), with P(empty) from an M/M/1/K queue:
 //            x = c/P; x == 1: 1/(K+1); otherwise (1 - x) / (1 - x^(K+1)).
+//   inline:  a tuned map or batch at parallelism 0, or a tuned prefetch at buffer
+//            0, runs on its consumer's thread (no workers, no buffer, no locks) and
+//            is modelled as sync: OT = s + I. So a function of a few microseconds,
+//            whose hand-offs cost more than the threads save, runs inline (with 2
+//            workers: while h_c + h_w / 2 > s / 2), and so does a prefetch whose
+//            input costs less than h_c (a batch of row views, for a training step).
+//            Interleave keeps at least one worker.
 //
-// The optimizer (a background thread; first run after 10 ms, then the period
-// doubles up to 1 s) hill-climbs from scratch on each run: every tunable knob
-// starts at its minimum; each step applies the one move (parallelism + 1, buffer
-// x 2) that lowers OT(root) most, and it stops when no move gains 1% of
-// (OT + consumer time), 5% for buffer moves (each doubles the memory while the
-// queue model's gains shrink geometrically). Parallelism moves are not tried once OT <= CPU work per
+// The optimizer (a background thread; every 1 ms until the pipeline has produced
+// an element, then with a period that doubles up to 1 s) hill-climbs from scratch
+// on each run: every tunable knob starts at its minimum (0 for map / batch
+// parallelism and prefetch buffers); each step applies the one move (parallelism
+// + 1, buffer x 2; from 0: to the best parallelism that fits the budgets, since one
+// worker may lose to inline where two win, or to a buffer of 1) that lowers
+// OT(root) most, and it stops when no move gains 1% of (OT + consumer time), 5% for
+// buffer moves above 1 (each doubles the memory while the queue model's gains
+// shrink geometrically). Parallelism moves are not tried once OT <= CPU work per
 // element / cpu_budget (the CPUs are saturated), nor moves that break a budget:
 //   CPU: sum over async nodes of p * f <= 1.1 * cpu_budget (threads counted by the
 //        share of a core they use, so sleeping readers may exceed the cores);
 //   RAM: sum over async nodes of K * bytes per element <= ram_budget.
 // Then it writes the knobs; each knob notifies its iterator's condition variable.
+//
+// Tuned knobs start at 0 (inline): no thread runs until the optimizer finds that
+// it pays, and s is first measured without workers competing for the cores. Runs
+// start once any iterator of the tree has produced an element (a batch of 2 ms
+// elements has none for a while; an output count of 0 is then taken as 1).
 //
 // With Options::autotune.enabled = false there is no Model: kAutotune takes fixed
 // values: parallelism = cpu_budget (the cores), and prefetch uses the legacy rule
@@ -69,6 +89,9 @@ namespace deepflow::data::autotune {
 int64_t cpu_cores();
 /// Largest buffer a prefetch takes when tuned.
 inline constexpr int64_t kMaxBuffer = 1024;
+/// The hand-off cost per element (ns, on each side) assumed for a node that has
+/// never run async: a futex wake-up and a context switch, about what one costs.
+inline constexpr int64_t kHandoffNs = 5000;
 /// Monotonic nanoseconds.
 int64_t now_ns();
 /// Bytes of the tensors of an element (strings: their characters).
@@ -81,7 +104,8 @@ struct SharedState {
   std::condition_variable cv;
 };
 
-/// A knob: parallelism (+1 steps) or a buffer size (x2 steps), in [min, max].
+/// A knob: parallelism (+1 steps) or a buffer size (x2 steps), in [min, max]. A min
+/// of 0 lets the optimizer run the node inline (see the model above).
 class Plan;  // the optimizer's frozen copy of the tree (autotune.cpp)
 
 class Parameter {
@@ -129,12 +153,22 @@ class Node : public std::enable_shared_from_this<Node> {
   /// A worker finished one unit of work that took `busy_ns` of wall time.
   void record_work(int64_t busy_ns);
   void add_consumer_time(int64_t ns) { consumer_ns_.fetch_add(ns, std::memory_order_relaxed); }
+  /// Time (part of processing) the consumer's thread spent taking `elements`
+  /// elements from the node's threads, and time those threads spent handing them.
+  void add_handoff(int64_t ns, int64_t elements) {
+    handoff_ns_.fetch_add(ns, std::memory_order_relaxed);
+    handoff_elements_.fetch_add(elements, std::memory_order_relaxed);
+  }
+  void add_worker_handoff(int64_t ns) { worker_handoff_ns_.fetch_add(ns, std::memory_order_relaxed); }
 
   int64_t elements() const { return elements_.load(std::memory_order_relaxed); }
   int64_t processing_ns() const { return processing_ns_.load(std::memory_order_relaxed); }
   int64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
   /// Time the root's consumer spent between get_next() calls.
   int64_t consumer_ns() const { return consumer_ns_.load(std::memory_order_relaxed); }
+  int64_t handoff_ns() const { return handoff_ns_.load(std::memory_order_relaxed); }
+  int64_t worker_handoff_ns() const { return worker_handoff_ns_.load(std::memory_order_relaxed); }
+  int64_t handoff_elements() const { return handoff_elements_.load(std::memory_order_relaxed); }
   Node* parent() const { return parent_.get(); }
   std::vector<std::shared_ptr<Node>> children() const;
   /// The knobs (null when fixed).
@@ -155,7 +189,8 @@ class Node : public std::enable_shared_from_this<Node> {
   Model* model_ = nullptr;  // used while the iterator is being built, when ctx.model holds it
   std::shared_ptr<Node> parent_;
   std::atomic<int64_t> elements_{0}, processing_ns_{0}, bytes_{0}, consumer_ns_{0};
-  std::atomic<int64_t> cpu_ns_{0}, busy_ns_{0}, last_return_ns_{0};
+  std::atomic<int64_t> cpu_ns_{0}, busy_ns_{0}, last_return_ns_{0}, handoff_ns_{0}, handoff_elements_{0};
+  std::atomic<int64_t> worker_handoff_ns_{0};
   mutable std::mutex mu_;  // guards the fields below
   std::vector<std::weak_ptr<Node>> children_;
   std::map<std::string, Retired> retired_;

@@ -92,6 +92,11 @@ int64_t autotune_parallelism(const IteratorContext& ctx);
 /// otherwise any ready element leaves first, errors and the end still in order.
 /// Threads are woken only when one waits (workers: once half the room is free).
 /// Save drains the running calls and writes the ready results with the input.
+/// Tuned (kAutotune with a model), the parallelism may be 0: inline. Once the
+/// results of the calls already running have left (so order, count and errors are
+/// as with workers), the workers are joined and the consumer's get_next() reads
+/// and computes one call itself, without locks; workers start again when the
+/// parallelism rises.
 class ParallelCallsIterator : public IteratorBase {
  public:
   ~ParallelCallsIterator() override;
@@ -110,6 +115,8 @@ class ParallelCallsIterator : public IteratorBase {
   virtual std::optional<Element> compute(std::vector<Element>& in, int64_t first) const = 0;
 
   std::optional<Element> next_impl() final;
+  /// Inline (parallelism 0, no workers, nothing buffered): one call on this thread.
+  std::optional<Element> next_inline();
   void save(IteratorStateWriter& w) const final;
   void restore(const IteratorStateReader& r) final;
 
@@ -141,6 +148,8 @@ class ParallelCallsIterator : public IteratorBase {
   double call_ns_ = 0;   // moving average of one call's compute time
   bool input_done_ = false, cancelled_ = false, finished_ = false;
   bool consumer_waiting_ = false, worker_waiting_ = false;
+  bool retiring_ = false;  // workers exit: the consumer goes inline
+  std::vector<Element> inline_in_;  // the inline call's input (consumer only)
   mutable bool paused_ = false;
 };
 

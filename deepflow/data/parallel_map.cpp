@@ -17,10 +17,11 @@ ParallelCallsIterator::ParallelCallsIterator(const IteratorContext& ctx, const D
       state_(std::make_shared<autotune::SharedState>()),
       deterministic_(deterministic) {
   fixed_ = num_parallel_calls == kAutotune ? autotune_parallelism(ctx) : num_parallel_calls;
-  // Tuned from the start at the most the budget allows; the first optimizer run
-  // (after 10 ms) brings it down to what the statistics justify.
+  // Tuned, it starts inline (0): the function's time is then measured without
+  // threads competing for the cores, and the optimizer starts workers only where
+  // they pay for their hand-offs.
   if (num_parallel_calls == kAutotune && node_)
-    parallelism_ = std::make_shared<autotune::Parameter>(autotune::Parameter::Kind::Parallelism, fixed_, 1, fixed_,
+    parallelism_ = std::make_shared<autotune::Parameter>(autotune::Parameter::Kind::Parallelism, 0, 0, fixed_,
                                                          state_);
   if (node_) node_->make_async(parallelism_, fixed_, nullptr, 1, /*serial_input=*/true);
 }
@@ -49,6 +50,13 @@ std::list<AsyncResult>::iterator ParallelCallsIterator::pick() {
 }
 
 std::optional<Element> ParallelCallsIterator::next_impl() {
+  // Inline with no workers: nothing else touches the fields, so no locks at all
+  // (a map of a few microseconds costs about what the sequential map does).
+  if (threads_.empty() && cap() == 0 && results_.empty()) return next_inline();
+  // The model counts what taking a result from the workers costs this thread (the
+  // lock, the wake-ups; not the waits) as hand-off, to weigh against inline.
+  const int64_t entered = node_ ? autotune::now_ns() : 0;
+  int64_t waited = 0;
   std::unique_lock<std::mutex> lock(state_->mu);
   if (finished_) return std::nullopt;
   AsyncResult r;
@@ -63,19 +71,70 @@ std::optional<Element> ParallelCallsIterator::next_impl() {
       break;
     }
     if (results_.empty() && input_done_) break;  // the last call was a partial batch
+    if (results_.empty() && cap() == 0) {
+      // Tuned to inline, and every call the workers started has left (each one
+      // running holds a slot in results_): retire them; none is in a round.
+      retiring_ = true;
+      lock.unlock();
+      state_->cv.notify_all();
+      {
+        autotune::Idle idle;
+        for (std::thread& t : threads_) t.join();
+      }
+      threads_.clear();
+      retiring_ = false;
+      return next_inline();
+    }
     autotune::Idle idle;
+    const int64_t t0 = node_ ? autotune::now_ns() : 0;
     consumer_waiting_ = true;
     consumer_cv_.wait(lock);
     consumer_waiting_ = false;
+    if (node_) waited += autotune::now_ns() - t0;
   }
   if (!r.element) finished_ = true;
   // Wake the worker holding input_mu_ once half the room is free, not per element.
   const bool wake = worker_waiting_ && int64_t(results_.size()) <= bound() / 2;
   lock.unlock();
   if (wake) state_->cv.notify_one();
+  if (node_) node_->add_handoff(autotune::now_ns() - entered - waited, r.element ? 1 : 0);
   if (r.element) return std::move(r.element);
   if (r.error) std::rethrow_exception(r.error);
   return std::nullopt;
+}
+
+std::optional<Element> ParallelCallsIterator::next_inline() {
+  // An error ends the pass as a worker's would (the elements before it have left).
+  if (finished_) return std::nullopt;
+  if (input_done_) {
+    finished_ = true;
+    return std::nullopt;
+  }
+  const int64_t first = read_index_;
+  std::vector<Element>& in = inline_in_;  // kept: no allocation per call
+  in.clear();
+  bool ended = false;
+  std::optional<Element> out;
+  try {
+    while (int64_t(in.size()) < call_size()) {
+      std::optional<Element> e = input_->get_next();
+      if (!e) {
+        ended = true;
+        break;
+      }
+      in.push_back(std::move(*e));
+      ++read_index_;
+    }
+    if (!in.empty()) out = compute(in, first);
+  } catch (...) {
+    in.clear();
+    input_done_ = finished_ = true;
+    throw;
+  }
+  in.clear();
+  if (ended) input_done_ = true;
+  if (!out) input_done_ = finished_ = true;  // the end, or batch's dropped remainder
+  return out;
 }
 
 std::unique_lock<std::mutex> ParallelCallsIterator::quiesce() const {
@@ -133,11 +192,20 @@ void ParallelCallsIterator::worker() {
       lock.lock();
       worker_waiting_ = true;
       state_->cv.wait(lock, [&] {
-        return cancelled_ || (!paused_ && !input_done_ && int64_t(results_.size()) < bound());
+        return cancelled_ || retiring_ ||
+               (!paused_ && !input_done_ && (cap() == 0 || int64_t(results_.size()) < bound()));
       });
       worker_waiting_ = false;
+      if (!cancelled_ && !retiring_ && cap() == 0) {
+        // Tuned to inline: the knob wakes only the workers, and the consumer may be
+        // waiting for one of them to start a call: wake it, to retire us.
+        in_lock.unlock();
+        if (consumer_waiting_) consumer_cv_.notify_one();
+        state_->cv.wait(lock, [&] { return cancelled_ || retiring_ || cap() > 0; });
+        if (!cancelled_ && !retiring_) continue;
+      }
     }
-    if (cancelled_) return;
+    if (cancelled_ || retiring_) return;
     const int64_t start = autotune::now_ns();
     const int64_t k = std::min(chunk_, bound() - int64_t(results_.size()));
     std::vector<std::list<AsyncResult>::iterator> slots;
@@ -154,6 +222,7 @@ void ParallelCallsIterator::worker() {
     std::exception_ptr read_error;
     const int64_t first = read_index_;
     bool ended = false;
+    const int64_t read_start = autotune::now_ns();
     try {
       while (int64_t(calls.size()) < k && !ended) {
         std::vector<Element>& in = calls.emplace_back();
@@ -180,15 +249,18 @@ void ParallelCallsIterator::worker() {
     // Compute call by call, publishing each as it is done so the consumer can start
     // on the chunk's first elements.
     const int64_t compute_start = autotune::now_ns();
+    int64_t compute_ns = 0;  // the calls alone: the rest of this round is hand-off
     size_t used = 0;
     bool stop = false;
     for (size_t j = 0; j < calls.size() && !stop; ++j) {
       AsyncResult r;
+      const int64_t t0 = node_ ? autotune::now_ns() : 0;
       try {
         r.element = compute(calls[j], first + int64_t(j) * call_size());
       } catch (...) {
         r.error = std::current_exception();
       }
+      if (node_) compute_ns += autotune::now_ns() - t0;
       stop = !r.element;  // an error, or batch's dropped remainder: nothing follows
       publish(slots[used++], std::move(r), stop);
     }
@@ -212,7 +284,11 @@ void ParallelCallsIterator::worker() {
     const bool wake = consumer_waiting_ || paused_;
     lock.unlock();
     if (wake) consumer_cv_.notify_one();
-    if (node_) node_->record_work(autotune::now_ns() - start);
+    if (node_) {
+      const int64_t end = autotune::now_ns();
+      node_->record_work(end - start);
+      node_->add_worker_handoff(std::max<int64_t>(0, (end - start) - (compute_start - read_start) - compute_ns));
+    }
   }
 }
 

@@ -102,8 +102,11 @@ class PrefetchIterator : public IteratorBase {
         state_(std::make_shared<autotune::SharedState>()),
         input_(d_->input_->make_iterator(ctx.child("prefetch", 0, node()))) {
     const bool tuned = d_->buffer_size_ == kAutotune;
+    // Tuned, the buffer starts at 0: inline, no thread until the model finds that
+    // overlapping the input with the consumer pays for the hand-offs (a batch of
+    // row views costs a microsecond; waking a producer per element costs more).
     if (tuned && node_)
-      buffer_ = std::make_shared<autotune::Parameter>(autotune::Parameter::Kind::Buffer, 1, 1, autotune::kMaxBuffer,
+      buffer_ = std::make_shared<autotune::Parameter>(autotune::Parameter::Kind::Buffer, 0, 0, autotune::kMaxBuffer,
                                                       state_);
     legacy_ = tuned && !node_;
     limit_ = tuned ? 1 : d_->buffer_size_;
@@ -121,19 +124,28 @@ class PrefetchIterator : public IteratorBase {
 
   std::optional<Element> next_impl() override {
     if (limit_ == 0) return input_->get_next();  // prefetch(0): a pass-through
+    const int64_t entered = node_ ? autotune::now_ns() : 0;
+    int64_t waited = 0;
     std::unique_lock<std::mutex> lock(state_->mu);
     if (finished_) return std::nullopt;
-    if (!thread_.joinable()) thread_ = std::thread([this] { produce(); });
     if (legacy_) record_consumption(int64_t(buffer_q_.size()));
-    if (buffer_q_.empty()) {
+    while (buffer_q_.empty()) {
+      // Tuned to 0 and the producer idle: read on this thread (what was produced
+      // before the switch has left first, so order is kept).
+      if (limit() == 0 && !producing_) return next_inline(lock);
+      if (!thread_.joinable()) thread_ = std::thread([this] { produce(); });
       autotune::Idle idle;
-      state_->cv.wait(lock, [&] { return !buffer_q_.empty(); });
+      const int64_t t0 = node_ ? autotune::now_ns() : 0;
+      state_->cv.wait(lock, [&] { return !buffer_q_.empty() || (limit() == 0 && !producing_); });
+      if (node_) waited += autotune::now_ns() - t0;
     }
     AsyncResult r = std::move(buffer_q_.front());
     buffer_q_.pop_front();
     if (!r.element) finished_ = true;
     lock.unlock();
     state_->cv.notify_all();
+    // What taking it from the producer cost this thread: the model's hand-off.
+    if (node_) node_->add_handoff(autotune::now_ns() - entered - waited, r.element ? 1 : 0);
     if (r.element) return std::move(r.element);
     if (r.error) std::rethrow_exception(r.error);
     return std::nullopt;
@@ -168,6 +180,32 @@ class PrefetchIterator : public IteratorBase {
  private:
   int64_t limit() const { return buffer_ ? buffer_->value() : limit_; }
 
+  // Inline (tuned buffer 0): the producer stays off the input while this reads.
+  std::optional<Element> next_inline(std::unique_lock<std::mutex>& lock) {
+    if (input_done_) {
+      finished_ = true;
+      return std::nullopt;
+    }
+    inline_reading_ = true;
+    lock.unlock();
+    std::optional<Element> e;
+    try {
+      e = input_->get_next();
+    } catch (...) {
+      lock.lock();
+      inline_reading_ = false;
+      input_done_ = finished_ = true;
+      throw;
+    }
+    lock.lock();
+    inline_reading_ = false;
+    if (!e) input_done_ = finished_ = true;
+    const bool wake = thread_.joinable() && limit() > 0;  // tuned up meanwhile
+    lock.unlock();
+    if (wake) state_->cv.notify_all();
+    return e;
+  }
+
   // TensorFlow's PrefetchAutotuner: grow only once the producer has proven it can
   // fill the buffer (upswing ends when full) and the consumer still ran dry.
   void record_consumption(int64_t buffered) {
@@ -200,10 +238,12 @@ class PrefetchIterator : public IteratorBase {
       {
         autotune::Idle idle;
         state_->cv.wait(lock, [&] {
-          return cancelled_ || (!paused_ && !input_done_ && int64_t(buffer_q_.size()) < limit());
+          return cancelled_ ||
+                 (!paused_ && !input_done_ && !inline_reading_ && int64_t(buffer_q_.size()) < limit());
         });
       }
       if (cancelled_) return;
+      const int64_t woke = autotune::now_ns();
       producing_ = true;
       lock.unlock();
       const int64_t start = autotune::now_ns();
@@ -213,12 +253,15 @@ class PrefetchIterator : public IteratorBase {
       } catch (...) {
         r.error = std::current_exception();
       }
-      if (node_) node_->record_work(autotune::now_ns() - start);
+      const int64_t read = autotune::now_ns();
+      if (node_) node_->record_work(read - start);
       lock.lock();
       if (!r.element) input_done_ = true;
       buffer_q_.push_back(std::move(r));
       producing_ = false;
       state_->cv.notify_all();
+      // All of this round but the input's time is hand-off: locks and wake-ups.
+      if (node_) node_->add_worker_handoff(autotune::now_ns() - woke - (read - start));
     }
   }
 
@@ -231,6 +274,7 @@ class PrefetchIterator : public IteratorBase {
   std::thread thread_;
   std::deque<AsyncResult> buffer_q_;
   bool input_done_ = false, cancelled_ = false, finished_ = false, producing_ = false;
+  bool inline_reading_ = false;  // the consumer reads the input itself (tuned to 0)
   mutable bool paused_ = false;
 };
 
