@@ -117,6 +117,9 @@ class ParallelCallsIterator : public IteratorBase {
   std::optional<Element> next_impl() final;
   /// Inline (parallelism 0, no workers, nothing buffered): one call on this thread.
   std::optional<Element> next_inline();
+  // Appends up to call_size() input elements to `in` (advancing read_index_); true when
+  // the input ended. The caller holds input_mu_ or is the only reader (inline).
+  bool read_call(std::vector<Element>& in);
   void save(IteratorStateWriter& w) const final;
   void restore(const IteratorStateReader& r) final;
 

@@ -103,6 +103,16 @@ std::optional<Element> ParallelCallsIterator::next_impl() {
   return std::nullopt;
 }
 
+bool ParallelCallsIterator::read_call(std::vector<Element>& in) {
+  while (int64_t(in.size()) < call_size()) {
+    std::optional<Element> e = input_->get_next();
+    if (!e) return true;
+    in.push_back(std::move(*e));
+    ++read_index_;
+  }
+  return false;
+}
+
 std::optional<Element> ParallelCallsIterator::next_inline() {
   // An error ends the pass as a worker's would (the elements before it have left).
   if (finished_) return std::nullopt;
@@ -116,15 +126,7 @@ std::optional<Element> ParallelCallsIterator::next_inline() {
   bool ended = false;
   std::optional<Element> out;
   try {
-    while (int64_t(in.size()) < call_size()) {
-      std::optional<Element> e = input_->get_next();
-      if (!e) {
-        ended = true;
-        break;
-      }
-      in.push_back(std::move(*e));
-      ++read_index_;
-    }
+    ended = read_call(in);
     if (!in.empty()) out = compute(in, first);
   } catch (...) {
     in.clear();
@@ -226,15 +228,7 @@ void ParallelCallsIterator::worker() {
     try {
       while (int64_t(calls.size()) < k && !ended) {
         std::vector<Element>& in = calls.emplace_back();
-        while (int64_t(in.size()) < call_size()) {
-          std::optional<Element> e = input_->get_next();
-          if (!e) {
-            ended = true;
-            break;
-          }
-          in.push_back(std::move(*e));
-          ++read_index_;
-        }
+        ended = read_call(in);
         if (in.empty()) calls.pop_back();
       }
     } catch (...) {
