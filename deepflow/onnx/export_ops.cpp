@@ -427,7 +427,9 @@ void set_padding(NodeProto* n, const std::string& padding, const Shape& x, const
   set_attr(n, "pads", pads);
 }
 
-void conv2d(NodeExport& e) {
+// The NCHW Conv of a conv2d or fused_conv2d node (inputs 0 and 1 of e, plus the bias when
+// has_bias): its output name, before the transpose back to NHWC.
+std::string conv_nchw(NodeExport& e, bool has_bias) {
   const Shape& x = e.in_type(0).shape;
   const Shape& w = e.in_type(1).shape;
   DF_CHECK(x[3] >= 0 && w[2] > 0 && w[0] >= 0 && w[1] >= 0, e.describe(),
@@ -435,29 +437,8 @@ void conv2d(NodeExport& e) {
   const auto& s = e.attr_ints("strides");
   const auto& d = e.attr_ints("dilations");
   const std::vector<int64_t> k{w[0], w[1]};
-  std::string y = e.cx.fresh(e.node.name + "_nchw");
-  NodeProto* n = e.cx.add("Conv", {to_nchw(e.cx, e.in[0]), oihw(e, 1)}, {y});
-  set_attr(n, "kernel_shape", k);
-  set_attr(n, "strides", s);
-  set_attr(n, "dilations", d);
-  set_attr(n, "group", x[3] / w[2]);
-  set_padding(n, e.attr_string("padding"), x, k, s, d);
-  to_nhwc(e.cx, y, e.out_name(0));
-}
-
-// act(conv2d(x, w) + bias): one Conv (the bias as its B input, EXPLICIT padding as pads) and
-// the activation on the NCHW result, before the transpose back.
-void fused_conv2d(NodeExport& e) {
-  const Shape& x = e.in_type(0).shape;
-  const Shape& w = e.in_type(1).shape;
-  DF_CHECK(x[3] >= 0 && w[2] > 0 && w[0] >= 0 && w[1] >= 0, e.describe(),
-           ": needs the input channels and the filter shape known, got input ", x, ", filters ", w);
-  const auto& s = e.attr_ints("strides");
-  const auto& d = e.attr_ints("dilations");
-  const std::vector<int64_t> k{w[0], w[1]};
-  const DType t = e.out_type(0).dtype;
   std::vector<std::string> ins{to_nchw(e.cx, e.in[0]), oihw(e, 1)};
-  if (e.attr_bool("has_bias")) ins.push_back(e.in[2]);
+  if (has_bias) ins.push_back(e.in[2]);
   std::string y = e.cx.fresh(e.node.name + "_nchw");
   NodeProto* n = e.cx.add("Conv", ins, {y});
   set_attr(n, "kernel_shape", k);
@@ -470,6 +451,16 @@ void fused_conv2d(NodeExport& e) {
   } else {
     set_padding(n, e.attr_string("padding"), x, k, s, d);
   }
+  return y;
+}
+
+void conv2d(NodeExport& e) { to_nhwc(e.cx, conv_nchw(e, false), e.out_name(0)); }
+
+// act(conv2d(x, w) + bias): one Conv (the bias as its B input, EXPLICIT padding as pads) and
+// the activation on the NCHW result, before the transpose back.
+void fused_conv2d(NodeExport& e) {
+  const DType t = e.out_type(0).dtype;
+  std::string y = conv_nchw(e, e.attr_bool("has_bias"));
   const std::string act = e.attr_string("activation");
   if (!act.empty()) {
     std::string z = y;

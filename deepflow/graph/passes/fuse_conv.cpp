@@ -27,12 +27,6 @@ T attr_or(const Node& n, const char* name, T fallback) {
   return v ? std::get<T>(*v) : fallback;
 }
 
-// Appends b's control inputs to a's, without duplicates.
-void merge_control(std::vector<int>& a, const std::vector<int>& b) {
-  for (int c : b)
-    if (std::find(a.begin(), a.end(), c) == a.end()) a.push_back(c);
-}
-
 // The single user of `node` when it is an `op` node that keeps `node`'s type: its other input
 // is then the scalar constant returned (nullopt otherwise). Used for max(z, lo) and min(z, hi).
 std::optional<double> scalar_operand(const Graph& g, const Uses& uses, int node, OpId op, int* user) {
@@ -253,19 +247,9 @@ int fuse_conv(Graph& g, std::vector<ValueRef>* keep) {
                     {"clip_max", act.name == "clip" ? act.hi : 6.0},
                     {"has_bias", add >= 0},
                     {"constant_filter", true}};
-    f.outputs = g.node(root).outputs;
-    f.device = g.node(root).device;
-    f.control_inputs = g.node(root).control_inputs;
     std::vector<int> parts{pad, cv, add};
     parts.insert(parts.end(), act.nodes.begin(), act.nodes.end());
-    for (int part : parts)
-      if (part >= 0 && part != root) {
-        merge_control(f.control_inputs, g.node(part).control_inputs);
-        passes::replace_control(g, part, root);
-        dead[size_t(part)] = 1;
-      }
-    f.name = g.node(root).name;  // replaced in place: the root's users and name stay
-    g.mutable_node(root) = std::move(f);
+    passes::fuse_in_place(g, root, std::move(f), parts, dead);
     ++fused;
   }
   if (fused) passes::remove_nodes(g, dead, keep);

@@ -17,12 +17,6 @@ namespace {
 
 bool fusable_float(DType t) { return t == DType::Float32 || t == DType::Float64; }
 
-// Appends b's control inputs to a's, without duplicates.
-void merge_control(std::vector<int>& a, const std::vector<int>& b) {
-  for (int c : b)
-    if (std::find(a.begin(), a.end(), c) == a.end()) a.push_back(c);
-}
-
 // float32 fuses only where the oneDNN kernel runs (b one matrix and a not transposed, or
 // equal batch dims), so fusion never trades a fast matmul for the reference loop; float64
 // matmuls run the reference loop either way.
@@ -82,17 +76,7 @@ int fuse_matmul(Graph& g, std::vector<ValueRef>* keep) {
                     {"transpose_b", tb ? std::get<bool>(*tb) : false},
                     {"activation", act >= 0 ? std::string(op_def(g.node(act).op).name) : std::string()},
                     {"has_bias", add >= 0}};
-    f.outputs = g.node(root).outputs;
-    f.device = g.node(root).device;
-    f.control_inputs = g.node(root).control_inputs;
-    for (int part : {mm, add, act})
-      if (part >= 0 && part != root) {
-        merge_control(f.control_inputs, g.node(part).control_inputs);
-        passes::replace_control(g, part, root);
-        dead[size_t(part)] = 1;
-      }
-    f.name = g.node(root).name;  // replaced in place: the root's users and name stay
-    g.mutable_node(root) = std::move(f);
+    passes::fuse_in_place(g, root, std::move(f), {mm, add, act}, dead);
     ++fused;
   }
   if (fused) passes::remove_nodes(g, dead, keep);
@@ -148,7 +132,7 @@ int fold_batch_norm(Graph& g, std::vector<ValueRef>* keep) {
     Node c2 = g.node(cv);
     c2.inputs[1] = wv;
     c2.name = g.node(user).name;
-    merge_control(c2.control_inputs, g.node(user).control_inputs);
+    passes::merge_control(c2.control_inputs, g.node(user).control_inputs);
     if (bias.defined()) {
       // conv2d stays (with the new filter); the batch norm becomes conv + bias in place.
       ValueRef bv = passes::add_const(g, cast(bias, dt), g.node(user).name + "/folded_bias", device);

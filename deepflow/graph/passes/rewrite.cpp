@@ -62,6 +62,25 @@ void replace_uses(Graph& g, ValueRef from, ValueRef to, std::vector<ValueRef>* k
       if (v == from) v = to;
 }
 
+void merge_control(std::vector<int>& a, const std::vector<int>& b) {
+  for (int c : b)
+    if (std::find(a.begin(), a.end(), c) == a.end()) a.push_back(c);
+}
+
+void fuse_in_place(Graph& g, int root, Node fused, const std::vector<int>& parts, std::vector<char>& dead) {
+  fused.outputs = g.node(root).outputs;
+  fused.device = g.node(root).device;
+  fused.control_inputs = g.node(root).control_inputs;
+  for (int part : parts)
+    if (part >= 0 && part != root) {
+      merge_control(fused.control_inputs, g.node(part).control_inputs);
+      replace_control(g, part, root);
+      dead[size_t(part)] = 1;
+    }
+  fused.name = g.node(root).name;
+  g.mutable_node(root) = std::move(fused);
+}
+
 void replace_control(Graph& g, int from, int to) {
   for (int i = 0; i < g.num_nodes(); ++i) {
     auto& ci = g.mutable_node(i).control_inputs;

@@ -32,6 +32,12 @@ struct Uses {
 void replace_uses(Graph& g, ValueRef from, ValueRef to, std::vector<ValueRef>* keep);
 /// Makes nodes that ran after `from` (control inputs) run after `to` instead.
 void replace_control(Graph& g, int from, int to);
+/// Appends b's control inputs to a's, without duplicates.
+void merge_control(std::vector<int>& a, const std::vector<int>& b);
+/// Puts `fused` in place of node `root` (the end of a chain, so its users and name stay),
+/// taking root's outputs, device and control inputs plus those of the other `parts` (-1
+/// entries are skipped), which are marked in `dead` with their control users moved to root.
+void fuse_in_place(Graph& g, int root, Node fused, const std::vector<int>& parts, std::vector<char>& dead);
 /// Removes the marked nodes (which must have no remaining users), renumbers the rest in a
 /// topological order and remaps graph.inputs, graph.outputs and keep.
 void remove_nodes(Graph& g, const std::vector<char>& dead, std::vector<ValueRef>* keep);
