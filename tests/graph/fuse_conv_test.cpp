@@ -13,17 +13,13 @@
 #include "deepflow/deepflow.h"
 #include "deepflow/graph/builder.h"
 #include "deepflow/graph/passes.h"
+#include "graph_test_util.h"
 
 namespace deepflow {
 namespace {
 
 using ::testing::HasSubstr;
-
-int count_op(const Graph& g, OpId op) {
-  int n = 0;
-  for (const Node& node : g.nodes()) n += node.op == op;
-  return n;
-}
+using testing_util::count_op;
 
 const Node* only_fused(const Graph& g) {
   const Node* f = nullptr;

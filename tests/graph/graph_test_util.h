@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Graphs shared by the text-form and GraphDef tests: one with many ops and every
-// attribute kind, one with (nested, shared) function attributes.
+// attribute kind, one with (nested, shared) function attributes; count_op for the pass tests.
 #pragma once
 
 #include <memory>
@@ -9,6 +9,13 @@
 #include "deepflow/graph/builder.h"
 
 namespace deepflow::testing_util {
+
+/// How many nodes of g run `op`.
+inline int count_op(const Graph& g, OpId op) {
+  int n = 0;
+  for (const Node& node : g.nodes()) n += node.op == op;
+  return n;
+}
 
 inline OpId text_test_op_id = OpId::kNumPrimitives;
 

@@ -12,17 +12,14 @@
 #include "deepflow/graph/builder.h"
 #include "deepflow/graph/executor.h"
 #include "deepflow/graph/passes.h"
+#include "graph_test_util.h"
 
 namespace deepflow {
 namespace {
 
-const Axes kToNchw{0, 3, 1, 2}, kToNhwc{0, 2, 3, 1};
+using testing_util::count_op;
 
-int count_op(const Graph& g, OpId op) {
-  int n = 0;
-  for (const Node& node : g.nodes()) n += node.op == op;
-  return n;
-}
+const Axes kToNchw{0, 3, 1, 2}, kToNhwc{0, 2, 3, 1};
 
 std::shared_ptr<Graph> build(const std::vector<Shape>& shapes, const std::function<TensorList(const TensorList&)>& f) {
   auto g = std::make_shared<Graph>();

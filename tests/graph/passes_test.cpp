@@ -12,18 +12,14 @@
 #include "deepflow/graph/builder.h"
 #include "deepflow/graph/executor.h"
 #include "deepflow/graph/passes.h"
+#include "graph_test_util.h"
 #include "ops/op_cases.h"
 
 namespace deepflow {
 namespace {
 
 using ::testing::HasSubstr;
-
-int count_op(const Graph& g, OpId op) {
-  int n = 0;
-  for (const Node& node : g.nodes()) n += node.op == op;
-  return n;
-}
+using testing_util::count_op;
 
 // Builds a graph: `inputs` placeholders (shapes given) -> outputs of f; g.inputs and g.outputs set.
 std::shared_ptr<Graph> build(const std::vector<Shape>& shapes,
