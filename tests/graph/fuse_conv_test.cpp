@@ -19,6 +19,7 @@ namespace deepflow {
 namespace {
 
 using ::testing::HasSubstr;
+using testing_util::build;
 using testing_util::count_op;
 
 const Node* only_fused(const Graph& g) {
@@ -36,20 +37,6 @@ T attr(const Node& n, const char* name) {
   const AttrValue* v = n.attrs.find(name);
   EXPECT_NE(v, nullptr) << name;
   return v ? std::get<T>(*v) : T{};
-}
-
-// Placeholders of the given shapes -> f's outputs, as g.inputs and g.outputs.
-std::shared_ptr<Graph> build(const std::vector<Shape>& shapes, const std::function<TensorList(const TensorList&)>& f,
-                             DType dt = DType::Float32) {
-  auto g = std::make_shared<Graph>();
-  GraphScope scope(g);
-  TensorList xs;
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    xs.push_back(placeholder(dt, shapes[i], "x" + std::to_string(i)));
-    g->inputs.push_back(g->value_of(xs.back()).node);
-  }
-  for (const Tensor& y : f(xs)) g->outputs.push_back(g->value_of(y));
-  return g;
 }
 
 Tensor rnd(const Shape& s, double lo = -1, double hi = 1, uint64_t seed = 1, DType dt = DType::Float32) {

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Graphs shared by the text-form and GraphDef tests: one with many ops and every
-// attribute kind, one with (nested, shared) function attributes; count_op for the pass tests.
+// attribute kind, one with (nested, shared) function attributes; count_op and build for the pass tests.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "deepflow/deepflow.h"
 #include "deepflow/graph/builder.h"
@@ -15,6 +18,22 @@ inline int count_op(const Graph& g, OpId op) {
   int n = 0;
   for (const Node& node : g.nodes()) n += node.op == op;
   return n;
+}
+
+/// A graph of `shapes.size()` placeholders (x0, x1, ... of dtype dt) -> the outputs of f,
+/// with g.inputs and g.outputs set.
+inline std::shared_ptr<Graph> build(const std::vector<Shape>& shapes,
+                                    const std::function<TensorList(const TensorList&)>& f,
+                                    DType dt = DType::Float32) {
+  auto g = std::make_shared<Graph>();
+  GraphScope scope(g);
+  TensorList xs;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    xs.push_back(placeholder(dt, shapes[i], "x" + std::to_string(i)));
+    g->inputs.push_back(g->value_of(xs.back()).node);
+  }
+  for (const Tensor& y : f(xs)) g->outputs.push_back(g->value_of(y));
+  return g;
 }
 
 inline OpId text_test_op_id = OpId::kNumPrimitives;

@@ -17,21 +17,10 @@
 namespace deepflow {
 namespace {
 
+using testing_util::build;
 using testing_util::count_op;
 
 const Axes kToNchw{0, 3, 1, 2}, kToNhwc{0, 2, 3, 1};
-
-std::shared_ptr<Graph> build(const std::vector<Shape>& shapes, const std::function<TensorList(const TensorList&)>& f) {
-  auto g = std::make_shared<Graph>();
-  GraphScope scope(g);
-  TensorList xs;
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    xs.push_back(placeholder(DType::Float32, shapes[i], "x" + std::to_string(i)));
-    g->inputs.push_back(g->value_of(xs.back()).node);
-  }
-  for (const Tensor& y : f(xs)) g->outputs.push_back(g->value_of(y));
-  return g;
-}
 
 Tensor rnd(const Shape& s, uint64_t seed) {
   std::mt19937_64 rng(seed);

@@ -19,21 +19,8 @@ namespace deepflow {
 namespace {
 
 using ::testing::HasSubstr;
+using testing_util::build;
 using testing_util::count_op;
-
-// Builds a graph: `inputs` placeholders (shapes given) -> outputs of f; g.inputs and g.outputs set.
-std::shared_ptr<Graph> build(const std::vector<Shape>& shapes,
-                             const std::function<TensorList(const TensorList&)>& f, DType dt = DType::Float32) {
-  auto g = std::make_shared<Graph>();
-  GraphScope scope(g);
-  TensorList xs;
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    xs.push_back(placeholder(dt, shapes[i], "x" + std::to_string(i)));
-    g->inputs.push_back(g->value_of(xs.back()).node);
-  }
-  for (const Tensor& y : f(xs)) g->outputs.push_back(g->value_of(y));
-  return g;
-}
 
 TensorList run(const Graph& g, const TensorList& inputs) { return call_graph(g, inputs); }
 
