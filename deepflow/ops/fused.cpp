@@ -18,12 +18,27 @@ bool known_activation(const std::string& a) {
   return a.empty() || a == "relu" || a == "tanh" || a == "sigmoid" || a == "gelu";
 }
 
+// Fused ops take (x, w) or (x, w, bias) as their has_bias attribute says.
+void check_input_count(const OpCall& c, const char* op) {
+  const bool has_bias = c.attr_bool("has_bias");
+  DF_CHECK(c.num_inputs() == (has_bias ? 3 : 2), "[", op, "] takes ", has_bias ? 3 : 2, " inputs (has_bias is ",
+           has_bias ? "true" : "false", "), got ", c.num_inputs());
+}
+
+// The bias (input 2) has input 0's dtype and shape [n]; the message says n comes from n_from n_of.
+void check_bias(const OpCall& c, const char* op, const char* x_name, int64_t n, const char* n_from,
+                const Shape& n_of) {
+  const Tensor& bias = c.in(2);
+  DF_CHECK(bias.dtype() == c.in(0).dtype(), "[", op, "] bias is ", dtype_name(bias.dtype()), bias.shape(), ", ",
+           x_name, " is ", dtype_name(c.in(0).dtype()), c.in(0).shape());
+  DF_CHECK(bias.rank() == 1 && bias.shape().compatible_with(Shape{n}), "[", op, "] bias must be [", n, "] (",
+           n_from, n_of, "), got ", bias.shape());
+}
+
 // --- fused_matmul --- a [..., m, k], b [..., k, n], bias [n] (has_bias) -> act(matmul(a, b) + bias)
 // [..., m, n]; activation "" (none), "relu", "tanh", "sigmoid" or "gelu" (exact, erf form).
 void infer_fused_matmul(const OpCall& c, TypeList& out) {
-  const bool has_bias = c.attr_bool("has_bias");
-  DF_CHECK(c.num_inputs() == (has_bias ? 3 : 2), "[fused_matmul] takes ", has_bias ? 3 : 2, " inputs (has_bias is ",
-           has_bias ? "true" : "false", "), got ", c.num_inputs());
+  check_input_count(c, "fused_matmul");
   const std::string& act = c.attr_string("activation");
   DF_CHECK(known_activation(act), "[fused_matmul] unknown activation \"", act,
            "\" (expected \"\", \"relu\", \"tanh\", \"sigmoid\" or \"gelu\")");
@@ -35,14 +50,8 @@ void infer_fused_matmul(const OpCall& c, TypeList& out) {
   } catch (const Error& e) {
     fail("[fused_matmul] ", e.what());
   }
-  if (has_bias) {
-    const Tensor& bias = c.in(2);
-    const int64_t n = t[0].shape[t[0].shape.rank() - 1];
-    DF_CHECK(bias.dtype() == c.in(0).dtype(), "[fused_matmul] bias is ", dtype_name(bias.dtype()), bias.shape(),
-             ", a is ", dtype_name(c.in(0).dtype()), c.in(0).shape());
-    DF_CHECK(bias.rank() == 1 && bias.shape().compatible_with(Shape{n}), "[fused_matmul] bias must be [", n,
-             "] (the columns of the product ", t[0].shape, "), got ", bias.shape());
-  }
+  if (c.attr_bool("has_bias"))
+    check_bias(c, "fused_matmul", "a", t[0].shape[t[0].shape.rank() - 1], "the columns of the product ", t[0].shape);
   out.push_back(t[0]);
 }
 
@@ -101,9 +110,7 @@ int64_t fused_out_dim(int64_t in, int64_t k, int64_t s, int64_t d, const std::st
 }
 
 void infer_fused_conv2d(const OpCall& c, TypeList& out) {
-  const bool has_bias = c.attr_bool("has_bias");
-  DF_CHECK(c.num_inputs() == (has_bias ? 3 : 2), "[fused_conv2d] takes ", has_bias ? 3 : 2, " inputs (has_bias is ",
-           has_bias ? "true" : "false", "), got ", c.num_inputs());
+  check_input_count(c, "fused_conv2d");
   const std::string& act = c.attr_string("activation");
   DF_CHECK(known_conv_activation(act), "[fused_conv2d] unknown activation \"", act,
            "\" (expected \"\", \"relu\", \"relu6\", \"clip\", \"elu\", \"sigmoid\", \"tanh\" or \"leaky_relu\")");
@@ -136,13 +143,7 @@ void infer_fused_conv2d(const OpCall& c, TypeList& out) {
       DF_CHECK(co % (ci / fi) == 0, "[fused_conv2d] output channels ", co, " are not divisible by groups ", ci / fi,
                " (input ", x, ", filters ", w, ")");
   }
-  if (has_bias) {
-    const Tensor& bias = c.in(2);
-    DF_CHECK(bias.dtype() == c.in(0).dtype(), "[fused_conv2d] bias is ", dtype_name(bias.dtype()), bias.shape(),
-             ", input is ", dtype_name(c.in(0).dtype()), x);
-    DF_CHECK(bias.rank() == 1 && bias.shape().compatible_with(Shape{co}), "[fused_conv2d] bias must be [", co,
-             "] (the output channels of filters ", w, "), got ", bias.shape());
-  }
+  if (c.attr_bool("has_bias")) check_bias(c, "fused_conv2d", "input", co, "the output channels of filters ", w);
   const auto& s = c.attr_ints("strides");
   const auto& d = c.attr_ints("dilations");
   const bool e = padding == "EXPLICIT";
