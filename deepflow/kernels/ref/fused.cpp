@@ -9,6 +9,7 @@
 #include "deepflow/graph/passes/program.h"
 #include "deepflow/kernels/binary_functors.h"
 #include "deepflow/kernels/kernel.h"
+#include "deepflow/kernels/ref/conv_taps.h"
 #include "deepflow/kernels/ref/ref_util.h"
 #include "deepflow/ops/conv.h"
 
@@ -76,33 +77,18 @@ void ref_fused_conv2d(const OpCall& c, TensorList& out) {
   const bool has_bias = c.attr_bool("has_bias");
   const std::string& act = c.attr_string("activation");
   const double alpha = c.attr_float("alpha"), lo = c.attr_float("clip_min"), hi = c.attr_float("clip_max");
-  const int64_t cig = g.ci / g.groups, cog = g.co / g.groups;
   DF_DISPATCH_FLOAT(c.in(0).dtype(), c.name(), [&] {
     using CT = compute_t<scalar_t>;
     const scalar_t *x = c.in(0).data<scalar_t>(), *w = c.in(1).data<scalar_t>();
     const scalar_t* bias = has_bias ? c.in(2).data<scalar_t>() : nullptr;
     scalar_t* y = out[0].data<scalar_t>();
-    for (int64_t n = 0; n < g.n; ++n)
-      for (int64_t oh = 0; oh < g.oh; ++oh)
-        for (int64_t ow = 0; ow < g.ow; ++ow)
-          for (int64_t co = 0; co < g.co; ++co) {
-            const int64_t grp = co / cog;
-            double acc = 0;
-            for (int64_t kh = 0; kh < g.kh; ++kh) {
-              const int64_t ih = oh * g.sh - g.pad_top + kh * g.dh;
-              if (ih < 0 || ih >= g.h) continue;
-              for (int64_t kw = 0; kw < g.kw; ++kw) {
-                const int64_t iw = ow * g.sw - g.pad_left + kw * g.dw;
-                if (iw < 0 || iw >= g.w) continue;
-                for (int64_t ci = 0; ci < cig; ++ci)
-                  acc += double(CT(x[((n * g.h + ih) * g.w + iw) * g.ci + grp * cig + ci])) *
-                         double(CT(w[((kh * g.kw + kw) * cig + ci) * g.co + co]));
-              }
-            }
-            CT z = CT(acc);  // rounded once, as conv2d's output
-            if (bias) z = z + CT(bias[co]);
-            y[((n * g.oh + oh) * g.ow + ow) * g.co + co] = scalar_t(conv_activate<CT>(act, z, alpha, lo, hi));
-          }
+    std::vector<double> acc(size_t(out[0].size()), 0.0);
+    for_each_tap(g, [&](int64_t xo, int64_t wo, int64_t yo) { acc[yo] += double(CT(x[xo])) * double(CT(w[wo])); });
+    for (size_t i = 0; i < acc.size(); ++i) {
+      CT z = CT(acc[i]);  // rounded once, as conv2d's output
+      if (bias) z = z + CT(bias[int64_t(i) % g.co]);
+      y[i] = scalar_t(conv_activate<CT>(act, z, alpha, lo, hi));
+    }
   });
 }
 
