@@ -57,11 +57,7 @@ Outputs fold_shape(const GraphNodeContext& c) {
   if (const PartialValue* p = c.partial_input(0)) {
     if (!p->scalar) dims.push_back(int64_t(p->elems.size()));
     const int64_t r = int64_t(dims.size());
-    int64_t start = c.attr_int("start", 0), end = c.attr_int("end", r);
-    if (start < 0) start += r;
-    if (end < 0) end += r;
-    start = std::clamp<int64_t>(start, 0, r);
-    end = std::clamp<int64_t>(end, start, r);
+    const auto [start, end] = shape_range(c, r);
     PartialValue v;
     for (int64_t d = start; d < end; ++d) v.elems.push_back(PartialElem{dims[size_t(d)]});
     return one(v);
@@ -69,11 +65,7 @@ Outputs fold_shape(const GraphNodeContext& c) {
   Tensor x = c.input(0);
   if (!x.defined() || x.shape().is_fully_defined()) return std::nullopt;
   const int64_t r = x.rank();
-  int64_t start = c.attr_int("start", 0), end = c.attr_int("end", r);
-  if (start < 0) start += r;
-  if (end < 0) end += r;
-  start = std::clamp<int64_t>(start, 0, r);
-  end = std::clamp<int64_t>(end, start, r);
+  const auto [start, end] = shape_range(c, r);
   PartialValue v;
   for (int64_t d = start; d < end; ++d) {
     const int64_t n = x.shape()[int(d)];

@@ -171,4 +171,12 @@ Shape known_shape(const NodeContext& ctx, const Tensor& x, const char* what) {
   return x.shape();
 }
 
+std::pair<int64_t, int64_t> shape_range(const NodeContext& ctx, int64_t rank) {
+  int64_t start = ctx.attr_int("start", 0), end = ctx.attr_int("end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  return {start, std::clamp<int64_t>(end, start, rank)};
+}
+
 }  // namespace deepflow::onnx

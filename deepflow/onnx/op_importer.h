@@ -19,6 +19,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "deepflow/core/tensor.h"
@@ -82,6 +83,9 @@ int64_t onnx_axis(const NodeContext& ctx, int64_t axis, int64_t rank);
 /// x's shape when every dim is known, else "[onnx::import] <node>: <what> needs a known
 /// shape, got [?,3]".
 Shape known_shape(const NodeContext& ctx, const Tensor& x, const char* what);
+/// Shape's dims [start, end) for an input of this rank: the node's start / end attributes
+/// (opset 15; defaults 0 and rank), negative from the end, clamped to [0, rank].
+std::pair<int64_t, int64_t> shape_range(const NodeContext& ctx, int64_t rank);
 
 using OpImporter = std::function<TensorList(NodeContext& ctx)>;
 

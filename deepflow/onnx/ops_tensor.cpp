@@ -486,11 +486,7 @@ TensorList import_shape(NodeContext& c) {
   Tensor x = c.input(0);
   Shape s = known_shape(c, x, "Shape");
   const int64_t r = s.rank();
-  int64_t start = c.attr_int("start", 0), end = c.attr_int("end", r);
-  if (start < 0) start += r;
-  if (end < 0) end += r;
-  start = std::clamp<int64_t>(start, 0, r);
-  end = std::clamp<int64_t>(end, start, r);
+  const auto [start, end] = shape_range(c, r);
   std::vector<int64_t> dims(s.begin() + start, s.begin() + end);
   return {constant(dims)};
 }
