@@ -55,6 +55,15 @@ void infer_fused_matmul(const OpCall& c, TypeList& out) {
   out.push_back(t[0]);
 }
 
+// The gradient g through y = act(z) for relu, tanh and sigmoid, from y alone (their vjps
+// need only the output: relu's mask y > 0 is z > 0).
+Tensor vjp_from_output(const std::string& act, const Tensor& y, const Tensor& g) {
+  const OpDef& d = op_def(act == "relu" ? OpId::Relu : act == "tanh" ? OpId::Tanh : OpId::Sigmoid);
+  TensorList io{y};
+  Attrs none;
+  return d.vjp(OpCall{&d, io, &none, io}, {g})[0];
+}
+
 // y = act(z), z = op(a) op(b) + bias: dz from the activation's own vjp where it needs only y
 // (relu's mask y > 0 is z > 0), then matmul's vjp and the bias's sum over the rows.
 TensorList vjp_fused_matmul(const OpCall& c, const TensorList& g) {
@@ -63,10 +72,7 @@ TensorList vjp_fused_matmul(const OpCall& c, const TensorList& g) {
   const std::string& act = c.attr_string("activation");
   Tensor dz = g[0];
   if (act == "relu" || act == "tanh" || act == "sigmoid") {
-    const OpDef& d = op_def(act == "relu" ? OpId::Relu : act == "tanh" ? OpId::Tanh : OpId::Sigmoid);
-    TensorList io{y};
-    Attrs none;
-    dz = d.vjp(OpCall{&d, io, &none, io}, {g[0]})[0];
+    dz = vjp_from_output(act, y, g[0]);
   } else if (act == "gelu") {
     Tensor z = matmul(a, b, ta, tb);
     if (has_bias) z = z + c.in(2);
@@ -177,10 +183,7 @@ TensorList vjp_fused_conv2d(const OpCall& c, const TensorList& g) {
   };
   Tensor dz = g[0];
   if (act == "relu" || act == "tanh" || act == "sigmoid") {
-    const OpDef& d = op_def(act == "relu" ? OpId::Relu : act == "tanh" ? OpId::Tanh : OpId::Sigmoid);
-    TensorList io{y};
-    Attrs none;
-    dz = d.vjp(OpCall{&d, io, &none, io}, {g[0]})[0];
+    dz = vjp_from_output(act, y, g[0]);
   } else if (act == "relu6" || act == "clip") {
     const Tensor z = pre_activation();
     const bool clip = act == "clip";
