@@ -125,17 +125,7 @@ Outputs fold_slice(const GraphNodeContext& c) {
   const int64_t step = steps.empty() ? 1 : steps[0];
   DF_CHECK(step != 0, kPrefix, c.describe(), ": step 0");
   const int64_t d = int64_t(data->elems.size());
-  int64_t s = starts[0], e = ends[0];
-  if (s < 0) s += d;
-  if (e < 0) e += d;
-  if (ends[0] < -d) e = -1;
-  if (step > 0) {
-    s = std::clamp<int64_t>(s, 0, d);
-    e = std::clamp<int64_t>(e, 0, d);
-  } else {
-    s = std::clamp<int64_t>(s, -1, d - 1);
-    e = std::clamp<int64_t>(e, -1, d - 1);
-  }
+  const auto [s, e] = slice_bounds(starts[0], ends[0], step, d);
   PartialValue v;
   v.dtype = data->dtype;
   for (int64_t i = s; step > 0 ? i < e : i > e; i += step) v.elems.push_back(data->elems[size_t(i)]);

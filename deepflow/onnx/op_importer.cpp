@@ -179,4 +179,11 @@ std::pair<int64_t, int64_t> shape_range(const NodeContext& ctx, int64_t rank) {
   return {start, std::clamp<int64_t>(end, start, rank)};
 }
 
+std::pair<int64_t, int64_t> slice_bounds(int64_t start, int64_t end, int64_t step, int64_t d) {
+  int64_t s = start < 0 ? start + d : start, e = end < 0 ? end + d : end;
+  if (end < -d) e = -1;
+  if (step > 0) return {std::clamp<int64_t>(s, 0, d), std::clamp<int64_t>(e, 0, d)};
+  return {std::clamp<int64_t>(s, -1, d - 1), std::clamp<int64_t>(e, -1, d - 1)};
+}
+
 }  // namespace deepflow::onnx

@@ -86,6 +86,10 @@ Shape known_shape(const NodeContext& ctx, const Tensor& x, const char* what);
 /// Shape's dims [start, end) for an input of this rank: the node's start / end attributes
 /// (opset 15; defaults 0 and rank), negative from the end, clamped to [0, rank].
 std::pair<int64_t, int64_t> shape_range(const NodeContext& ctx, int64_t rank);
+/// Slice's start and end on a dim of size d for a non-zero step, ONNX's rules: negative
+/// from the end (ends below -d, as INT64_MIN, mean before the first element), clamped to
+/// [0, d] for positive steps and [-1, d - 1] for negative ones.
+std::pair<int64_t, int64_t> slice_bounds(int64_t start, int64_t end, int64_t step, int64_t d);
 
 using OpImporter = std::function<TensorList(NodeContext& ctx)>;
 

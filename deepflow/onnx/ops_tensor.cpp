@@ -190,18 +190,7 @@ Tensor do_slice(NodeContext& c, const Tensor& x, const std::vector<int64_t>& sta
     DF_CHECK(d >= 0, kPrefix, c.describe(), ": Slice along an unknown dim ", a);
     const int64_t step = steps[j];
     DF_CHECK(step != 0, kPrefix, c.describe(), ": step 0");
-    int64_t s = starts[j], e = ends[j];
-    if (s < 0) s += d;
-    if (e < 0) e += d;
-    // Very negative ends (INT64_MIN) count from the end too and then clamp below 0.
-    if (ends[j] < -d) e = -1;
-    if (step > 0) {
-      s = std::clamp<int64_t>(s, 0, d);
-      e = std::clamp<int64_t>(e, 0, d);
-    } else {
-      s = std::clamp<int64_t>(s, -1, d - 1);
-      e = std::clamp<int64_t>(e, -1, d - 1);
-    }
+    const auto [s, e] = slice_bounds(starts[j], ends[j], step, d);
     begin_mask &= ~(int64_t(1) << a);
     end_mask &= ~(int64_t(1) << a);
     begin[size_t(a)] = s;
