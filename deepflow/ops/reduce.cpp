@@ -219,6 +219,14 @@ Tensor reduce_mean(const Tensor& x, const Axes& axes, bool keepdims) {
     const int64_t count = s.size() == 0 ? 1 : x.size() / s.size();
     return div(s, scalar_like(s, double(count)));
   }
+  // Known reduced dims (a global pool over a dynamic batch): a constant divisor, so the
+  // graph has no size/cast/maximum/div chain to run per call.
+  const auto mask = axes_mask("reduce_mean", axes, x.rank());
+  int64_t count = 1;
+  for (int d = 0; d < x.rank() && count >= 0; ++d) {
+    if (mask[size_t(d)]) count = x.shape()[d] < 0 ? -1 : count * x.shape()[d];
+  }
+  if (count >= 0) return div(s, scalar_like(s, double(count)));
   // Unknown dims: count the reduced elements when the graph runs.
   Tensor n = size(x), m = size(s);
   return div(s, cast(div(n, maximum(m, scalar_like(m, 1))), x.dtype()));

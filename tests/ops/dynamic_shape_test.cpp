@@ -86,6 +86,29 @@ TEST(DynamicShape, OneGraphManyBatchSizes) {
   }
 }
 
+// A mean over known dims of a tensor with an unknown batch (a global average pool) divides
+// by a constant: no size/cast/maximum chain in the graph, the same values at every batch.
+TEST(DynamicShape, MeanOverKnownDimsDividesByAConstant) {
+  auto g = std::make_shared<Graph>();
+  Tensor x, y;
+  {
+    GraphScope scope(g);
+    x = placeholder(DType::Float32, {-1, 2, 3}, "x");
+    y = reduce_mean(x, {1, 2});
+  }
+  for (int i = 0; i < g->num_nodes(); ++i) {
+    EXPECT_NE(g->node(i).op, OpId::Size) << "node " << i;
+    EXPECT_NE(g->node(i).op, OpId::Maximum) << "node " << i;
+  }
+  for (int64_t n : {1, 3}) {
+    Tensor xv = random_normal({n, 2, 3});
+    TensorList got = execute(*g, {{g->value_of(x), xv}}, {g->value_of(y)});
+    Tensor want = reduce_mean(xv, {1, 2});
+    ASSERT_EQ(got[0].shape(), Shape({n}));
+    for (int64_t k = 0; k < n; ++k) EXPECT_FLOAT_EQ(got[0].flat(k), want.flat(k));
+  }
+}
+
 // expand_dims and squeeze with two unknown dims (no reshape can name both), and their gradients.
 TEST(DynamicShape, ExpandDimsAndSqueezeWithTwoUnknownDims) {
   auto g = std::make_shared<Graph>();
