@@ -9,17 +9,22 @@
 // The models directory: $DEEPFLOW_ONNX_MODELS, else the compile definition
 // DEEPFLOW_ONNX_MODELS_DIR; without it (or the model files) each benchmark is skipped with
 // the reason. The import happens once per model and process, outside the timing.
+// With DEEPFLOW_BENCH_PROFILE=1 each benchmark also prints deepflow::profiler's per-op
+// table of a run (once per model and batch, before the timing).
 #include <time.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "bench_util.h"
+#include "deepflow/graph/profiler.h"
 #include "deepflow/onnx/onnx.h"
 
 namespace deepflow {
@@ -80,6 +85,15 @@ void bm_onnx(benchmark::State& state, const std::string& name, int batch) {
     return;
   }
   const std::map<std::string, Tensor> feeds{{"input", *x}};
+  if (const char* p = std::getenv("DEEPFLOW_BENCH_PROFILE"); p && *p == '1') {
+    static std::map<std::string, bool> profiled;
+    if (!std::exchange(profiled[name + "/b" + std::to_string(batch)], true)) {
+      constexpr int kRuns = 50;
+      profiler::start();
+      for (int i = 0; i < kRuns; ++i) m->model.run(feeds);
+      std::printf("onnx/%s/b%d, per op:\n%s", name.c_str(), batch, profiler::summary(profiler::stop(), kRuns).c_str());
+    }
+  }
   const double cpu0 = process_cpu_ms();
   for (auto _ : state) {
     auto out = m->model.run(feeds);
