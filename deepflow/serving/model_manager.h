@@ -81,12 +81,21 @@ ServerConfig single_model(const std::string& name, const std::string& base_path)
 
 // --- servables ---
 
+/// How many OpenMP threads each signature's small requests run with, decided by warm_up
+/// (deepflow/serving/warmup.h) before the version becomes available and read-only after.
+struct ThreadPlan {
+  /// signature key -> requests of at most this many rows run on the request's own thread
+  /// (an OpenMP team of one); other requests and signatures use the caller's team.
+  std::map<std::string, int64_t> single_thread_rows;
+};
+
 /// One loaded version. Shared by the manager and in-flight requests.
 struct Servable {
   std::string name;
   int64_t version = 0;
   std::string path;        ///< the version directory
   io::SavedModel model;
+  std::shared_ptr<ThreadPlan> threads = std::make_shared<ThreadPlan>();
 };
 using ServableHandle = std::shared_ptr<const Servable>;
 

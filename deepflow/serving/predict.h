@@ -26,9 +26,13 @@ using SignatureRunner = std::function<std::map<std::string, Tensor>(
     const ServableHandle& servable, const std::string& signature_key,
     const std::map<std::string, Tensor>& inputs)>;
 
-/// Calls servable->model.signature(key)(inputs).
+/// Calls servable->model.signature(key)(inputs); on the calling thread alone (an OpenMP
+/// team of one) when servable->threads says so for this signature and request size.
 std::map<std::string, Tensor> run_signature_directly(const ServableHandle& servable, const std::string& key,
                                                      const std::map<std::string, Tensor>& inputs);
+
+/// The rows of a request: the largest leading dim of its inputs (1 for scalars only).
+int64_t request_rows(const std::map<std::string, Tensor>& inputs);
 
 /// The signature to use: `name`, or "serving_default" when empty. Throws
 /// INVALID_ARGUMENT "[predict] Serving signature name: \"k\" not found in signature def"

@@ -124,6 +124,9 @@ void ModelServer::start() {
       for (const std::string& skipped : stats.skipped)
         std::cerr << "deepflow serve: warmup of " << servable.name << " version " << servable.version
                   << " skipped " << skipped << "\n";
+      for (const std::string& key : stats.single_threaded)
+        std::cerr << "deepflow serve: " << servable.name << " version " << servable.version << ": signature '" << key
+                  << "' runs one-row requests on one thread (as fast as a team at warmup)\n";
     };
   }
   mo.on_event = [metrics = &s.metrics](const ManagerEvent& e) {

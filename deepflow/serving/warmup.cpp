@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "deepflow/serving/warmup.h"
 
+#include <omp.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -149,6 +152,53 @@ void automatic(const Servable& servable, const WarmupOptions& options, WarmupSta
   }
 }
 
+// One-row requests of a small model run faster on the request's thread alone than with
+// an OpenMP team (whose other members must be woken for every parallel region): time both
+// on zeros, interleaved, and record the signatures where the lone thread is not slower
+// (within 10%: it also leaves the other cores to other requests).
+void plan_threads(const Servable& servable, WarmupStats& stats) {
+  using Clock = std::chrono::steady_clock;
+  constexpr int kRuns = 5;
+  constexpr double kMaxTeamMicros = 2000;  // larger models keep their team: no need to time
+  const int team = omp_get_max_threads();
+  if (team == 1) return;
+  for (const std::string& key : servable.model.signature_keys()) {
+    const io::LoadedSignature& sig = servable.model.signature(key);
+    std::map<std::string, Tensor> inputs;
+    bool numeric = true;
+    for (const auto& [name, type] : sig.inputs()) {
+      numeric &= type.dtype != DType::String;
+      inputs.emplace(name, zero_input(type, 1));
+    }
+    if (!numeric || inputs.empty()) continue;
+    auto time_with = [&](int threads) {
+      omp_set_num_threads(threads);
+      const auto t0 = Clock::now();
+      sig(inputs);
+      const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+      omp_set_num_threads(team);
+      return us;
+    };
+    try {
+      time_with(1);  // the first one-thread run may build kernels for that team size
+      std::vector<double> alone, together;
+      for (int i = 0; i < kRuns; ++i) {
+        together.push_back(time_with(team));
+        if (together.back() > kMaxTeamMicros) break;
+        alone.push_back(time_with(1));
+      }
+      if (alone.size() < size_t(kRuns)) continue;
+      std::sort(alone.begin(), alone.end());
+      std::sort(together.begin(), together.end());
+      if (alone[kRuns / 2] > 1.1 * together[kRuns / 2]) continue;
+      servable.threads->single_thread_rows[key] = 1;
+      stats.single_threaded.push_back(key);
+    } catch (const std::exception&) {
+      omp_set_num_threads(team);  // zeros are not a valid input here: keep the team
+    }
+  }
+}
+
 }  // namespace
 
 WarmupStats warm_up(const Servable& servable, const WarmupOptions& options) {
@@ -159,6 +209,7 @@ WarmupStats warm_up(const Servable& servable, const WarmupOptions& options) {
     replay_file(servable, path, options, stats);
   else if (options.automatic)
     automatic(servable, options, stats);
+  if (options.plan_threads) plan_threads(servable, stats);
   return stats;
 }
 

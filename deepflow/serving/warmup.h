@@ -10,6 +10,9 @@
 //   strings) with each unknown dim set to 1, then again at `batch_sizes` for the batch
 //   dim so the kernels' per-shape caches and the allocator are warm. A signature that
 //   cannot run on zeros is skipped with a warning (WarmupStats::skipped), not an error.
+// - Then (plan_threads) each signature with numeric inputs is timed on one zero row with
+//   the caller's OpenMP team and with one thread: where one thread is as fast (within
+//   10%), one-row requests run without waking a team (Servable::threads).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +30,9 @@ struct WarmupOptions {
   int64_t num_iterations = 1;               ///< --num_request_iterations_for_warmup
   bool automatic = true;                    ///< when there is no warmup file
   std::vector<int64_t> batch_sizes = {1};   ///< the server adds its allowed batch sizes
+  /// Time each signature on a one-row zero input with the caller's OpenMP team and with
+  /// one thread, and run one-row requests alone where that is not slower (Servable::threads).
+  bool plan_threads = true;
 };
 
 /// What warm_up did, for logs and the model_warmup_records_read metric.
@@ -37,6 +43,8 @@ struct WarmupStats {
   /// Automatic warmup only: "<signature>: <error>" for each signature that cannot run on
   /// zeros (e.g. one that parses its string input). Printed as a warning, not fatal.
   std::vector<std::string> skipped;
+  /// The signatures whose one-row requests run on the request's thread alone.
+  std::vector<std::string> single_threaded;
 };
 
 WarmupStats warm_up(const Servable& servable, const WarmupOptions& options = {});

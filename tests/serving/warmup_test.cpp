@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "deepflow/serving/warmup.h"
 
+#include <omp.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -168,6 +170,36 @@ TEST(ServingWarmup, AutomaticSkipsSignaturesThatRejectZeros) {
   EXPECT_EQ(stats.runs, 2);  // serving_default at 1, then at batch size 1
   ASSERT_EQ(stats.skipped.size(), 1u);
   EXPECT_THAT(stats.skipped[0], HasSubstr("pairs: "));
+}
+
+// The thread plan: what warm_up records is consistent with its stats, a planned signature
+// gives the same values on one thread, and the caller's OpenMP setting survives the call,
+// also when the call fails.
+TEST(ServingWarmup, ThreadPlanRunsSmallRequestsAlone) {
+  testing::TempDir tmp;
+  ServableHandle h = std::make_shared<Servable>(load(testing::save_dense(tmp.path(), 1, 16, 8), "dense"));
+  EXPECT_TRUE(warm_up(*h, {.plan_threads = false}).single_threaded.empty());
+  EXPECT_TRUE(h->threads->single_thread_rows.empty());
+  WarmupStats stats = warm_up(*h);
+  for (const std::string& key : stats.single_threaded) EXPECT_EQ(h->threads->single_thread_rows.at(key), 1);
+  EXPECT_EQ(stats.single_threaded.size(), h->threads->single_thread_rows.size());
+  if (omp_get_max_threads() == 1) EXPECT_TRUE(stats.single_threaded.empty());
+
+  Tensor x = random_normal({1, 16});
+  Tensor x3 = random_normal({3, 16});
+  h->threads->single_thread_rows.clear();
+  auto team = run_signature_directly(h, "serving_default", {{"x", x}}).at("y");
+  h->threads->single_thread_rows["serving_default"] = 1;
+  const int before = omp_get_max_threads();
+  auto alone = run_signature_directly(h, "serving_default", {{"x", x}}).at("y");
+  EXPECT_EQ(omp_get_max_threads(), before);
+  EXPECT_EQ(alone.to_vector<float>(), team.to_vector<float>());
+  EXPECT_EQ(run_signature_directly(h, "serving_default", {{"x", x3}}).at("y").shape(), Shape({3, 8}));
+  EXPECT_THROW(run_signature_directly(h, "serving_default", {{"x", ones({1, 5})}}), std::exception);
+  EXPECT_EQ(omp_get_max_threads(), before);
+
+  EXPECT_EQ(request_rows({{"x", x3}, {"s", scalar(1.0)}}), 3);
+  EXPECT_EQ(request_rows({{"s", scalar(1.0)}}), 1);
 }
 
 // First-request latency of a fresh version against the steady state, printed, not
