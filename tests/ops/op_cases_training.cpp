@@ -23,6 +23,12 @@ DF_OP_CASES(training) {
       {.name = "apply_adam/large", .op = "apply_adam",
        .inputs = {in({300, 701}), in({300, 701}), in({300, 701}, 0, 2), in({300, 701}), in({}, 0.001, 0.1)},
        .attrs = adam(), .gradcheck = false},
+      // Past kStreamingElements (kernels/cpu/training_ops.cpp): non-temporal stores, with a
+      // length that leaves a scalar tail in each thread's range.
+      {.name = "apply_adam/streaming", .op = "apply_adam",
+       .inputs = {in({(1 << 20) + 13}), in({(1 << 20) + 13}), in({(1 << 20) + 13}, 0, 2), in({(1 << 20) + 13}),
+                  in({}, 0.001, 0.1)},
+       .attrs = adam(), .gradcheck = false},
       {.name = "apply_adam/shape-mismatch", .op = "apply_adam",
        .inputs = {in({3, 4}), in({3, 4}), in({3, 4}, 0, 2), in({4, 3}), in({})}, .attrs = adam(),
        .gradcheck = false, .error = "[apply_adam] grad has shape [4,3], var is [3,4]"},

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Optimized kernels of the optimizer updates (ops/training_ops.cpp).
+#include <immintrin.h>
+
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "deepflow/core/parallel.h"
 #include "deepflow/kernels/kernel.h"
@@ -9,29 +13,75 @@ namespace deepflow {
 
 namespace {
 // float32 Adam in one pass: each element of var, m, v and grad is read once and each
-// output written once. The loop has no branches so the compiler vectorizes it
-// (sqrt and division included, since we build with -fno-math-errno).
+// output written once. The range is a function of its own with restrict pointers so the
+// compiler vectorizes it, sqrt and division included (we build with -fno-math-errno); the
+// same loop inside parallel_for's lambda, reading the pointers through its captures, stayed
+// scalar and was 2.4x slower.
+struct AdamArgs {
+  const float *var, *m, *v, *g;
+  float *var_o, *m_o, *v_o;
+  float b1, b2, eps, lr;
+};
+
+void adam_range(const float* __restrict var, const float* __restrict m, const float* __restrict v,
+                const float* __restrict g, float* __restrict var_o, float* __restrict m_o, float* __restrict v_o,
+                float b1, float b2, float eps, float lr, int64_t b, int64_t e) {
+  for (int64_t i = b; i < e; ++i) {
+    const float gi = g[i];
+    const float m_new = m[i] + (gi - m[i]) * b1;
+    const float v_new = v[i] + (gi * gi - v[i]) * b2;
+    m_o[i] = m_new;
+    v_o[i] = v_new;
+    var_o[i] = var[i] - lr * m_new / (std::sqrt(v_new) + eps);
+  }
+}
+
+// Layers too large for the caches: the outputs go straight to memory (non-temporal stores),
+// so writing them does not first read their old contents in (a third less traffic; 20%
+// faster on a 3.2M-weight layer). Outputs are 32-byte aligned by the allocator; the
+// unaligned head and the tail take the plain loop.
+void adam_range_streaming(const AdamArgs& a, int64_t b, int64_t e) {
+  int64_t i = b;
+  while (i < e && (reinterpret_cast<uintptr_t>(a.var_o + i) | reinterpret_cast<uintptr_t>(a.m_o + i) |
+                   reinterpret_cast<uintptr_t>(a.v_o + i)) % 32 != 0)
+    ++i;
+  const bool aligned = i < e && ((reinterpret_cast<uintptr_t>(a.var_o + i) | reinterpret_cast<uintptr_t>(a.m_o + i) |
+                                  reinterpret_cast<uintptr_t>(a.v_o + i)) % 32 == 0);
+  if (!aligned) i = e;  // the three outputs are not mutually aligned: plain loop throughout
+  adam_range(a.var, a.m, a.v, a.g, a.var_o, a.m_o, a.v_o, a.b1, a.b2, a.eps, a.lr, b, std::min(i, e));
+  if (!aligned) return;
+  const __m256 b1 = _mm256_set1_ps(a.b1), b2 = _mm256_set1_ps(a.b2), eps = _mm256_set1_ps(a.eps),
+               lr = _mm256_set1_ps(a.lr);
+  for (; i + 8 <= e; i += 8) {
+    const __m256 g = _mm256_loadu_ps(a.g + i), m = _mm256_loadu_ps(a.m + i), v = _mm256_loadu_ps(a.v + i);
+    const __m256 m_new = _mm256_add_ps(m, _mm256_mul_ps(_mm256_sub_ps(g, m), b1));
+    const __m256 v_new = _mm256_add_ps(v, _mm256_mul_ps(_mm256_sub_ps(_mm256_mul_ps(g, g), v), b2));
+    const __m256 step = _mm256_div_ps(_mm256_mul_ps(lr, m_new), _mm256_add_ps(_mm256_sqrt_ps(v_new), eps));
+    _mm256_stream_ps(a.m_o + i, m_new);
+    _mm256_stream_ps(a.v_o + i, v_new);
+    _mm256_stream_ps(a.var_o + i, _mm256_sub_ps(_mm256_loadu_ps(a.var + i), step));
+  }
+  _mm_sfence();  // the streamed stores are visible before the next op reads them
+  adam_range(a.var, a.m, a.v, a.g, a.var_o, a.m_o, a.v_o, a.b1, a.b2, a.eps, a.lr, i, e);
+}
+
+// Above this many elements per array (7 arrays of 4 MiB: more than this machine's L3 share)
+// the update streams its outputs.
+constexpr int64_t kStreamingElements = int64_t(1) << 20;
+
 void cpu_apply_adam(const OpCall& c, TensorList& out) {
-  const float b1 = float(1 - c.attr_float("beta_1")), b2 = float(1 - c.attr_float("beta_2"));
-  const float eps = float(c.attr_float("epsilon"));
-  const float* __restrict var = c.in(0).data<float>();
-  const float* __restrict m = c.in(1).data<float>();
-  const float* __restrict v = c.in(2).data<float>();
-  const float* __restrict g = c.in(3).data<float>();
-  const float lr = c.in(4).data<float>()[0];
-  float* __restrict var_o = out[0].data<float>();
-  float* __restrict m_o = out[1].data<float>();
-  float* __restrict v_o = out[2].data<float>();
+  const AdamArgs a{c.in(0).data<float>(), c.in(1).data<float>(), c.in(2).data<float>(), c.in(3).data<float>(),
+                   out[0].data<float>(), out[1].data<float>(), out[2].data<float>(),
+                   float(1 - c.attr_float("beta_1")), float(1 - c.attr_float("beta_2")), float(c.attr_float("epsilon")),
+                   c.in(4).data<float>()[0]};
+  const int64_t n = out[0].size();
+  const bool streaming = n >= kStreamingElements;
   // Memory bound: a thread per ~64K elements (768 KiB of traffic) pays for its wake-up.
-  parallel_for(out[0].size(), 1 << 16, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const float gi = g[i];
-      const float m_new = m[i] + (gi - m[i]) * b1;
-      const float v_new = v[i] + (gi * gi - v[i]) * b2;
-      m_o[i] = m_new;
-      v_o[i] = v_new;
-      var_o[i] = var[i] - lr * m_new / (std::sqrt(v_new) + eps);
-    }
+  parallel_for(n, 1 << 16, [&](int64_t b, int64_t e) {
+    if (streaming)
+      adam_range_streaming(a, b, e);
+    else
+      adam_range(a.var, a.m, a.v, a.g, a.var_o, a.m_o, a.v_o, a.b1, a.b2, a.eps, a.lr, b, e);
   });
 }
 
