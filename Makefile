@@ -7,6 +7,8 @@ CMAKE_FLAGS ?=
 
 FUZZ_BUILD ?= build-fuzz
 FUZZ_TIME ?= 20
+FUZZ_TARGETS = graph_text_fuzz graph_def_fuzz idx_fuzz tfrecord_fuzz example_fuzz bundle_fuzz saved_model_fuzz \
+  npy_fuzz rest_request_fuzz grpc_request_fuzz onnx_import_fuzz
 
 .PHONY: all deps build demo test test-asan bench fuzz clean
 
@@ -53,8 +55,8 @@ $(FUZZ_BUILD)/build.ninja:
 	  $(CMAKE_FLAGS)
 
 fuzz: deps $(FUZZ_BUILD)/build.ninja
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target graph_text_fuzz graph_def_fuzz idx_fuzz tfrecord_fuzz example_fuzz bundle_fuzz saved_model_fuzz npy_fuzz rest_request_fuzz onnx_import_fuzz
-	set -e; for t in graph_text_fuzz graph_def_fuzz idx_fuzz tfrecord_fuzz example_fuzz bundle_fuzz saved_model_fuzz npy_fuzz rest_request_fuzz onnx_import_fuzz; do \
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(FUZZ_TARGETS)
+	set -e; for t in $(FUZZ_TARGETS); do \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
 	  ASAN_OPTIONS=detect_leaks=1 $(FUZZ_BUILD)/fuzz/$$t -max_total_time=$(FUZZ_TIME) -timeout=10 \
 	    -rss_limit_mb=4096 -print_final_stats=1 -print_funcs=0 -dict=fuzz/$$t.dict -artifact_prefix=$(FUZZ_BUILD)/ \

@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "deepflow/serving/grpc_service.h"
 
-#include <grpcpp/grpcpp.h>
-
 #include <chrono>
+#include <limits>
 #include <mutex>
-#include <set>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
+#include "deepflow/serving/h2_server.h"
 #include "deepflow/serving/tensor_proto.h"
-#include "serving_apis.grpc.pb.h"
+#include "serving_apis.pb.h"
 
 namespace deepflow::serving {
 namespace {
@@ -17,8 +18,23 @@ namespace {
 namespace pb = tensorflow::serving;
 using Clock = std::chrono::steady_clock;
 
-grpc::Status to_grpc(Code code, const std::string& message) {
-  return {static_cast<grpc::StatusCode>(static_cast<int>(code)), message};
+// A handler's outcome (grpc::Status under grpc++'s server): OK, or a code and a message.
+struct Status {
+  Code code = Code::Ok;
+  std::string message;
+  bool ok() const { return code == Code::Ok; }
+};
+
+Status to_grpc(Code code, const std::string& message) { return {code, message}; }
+
+using RunFn = std::map<std::string, Tensor>(const ServableHandle&, const std::string&,
+                                              const std::map<std::string, Tensor>&);
+
+// The direct runner never waits for other calls, so a call may run on its connection's
+// I/O thread; any other runner (the batcher's) may, so calls go to workers.
+bool runner_never_blocks(const SignatureRunner& runner) {
+  RunFn* const* fn = runner.target<RunFn*>();
+  return fn && *fn == &run_signature_directly;
 }
 
 ModelSpec spec_from_proto(const pb::ModelSpec& proto) {
@@ -67,26 +83,68 @@ ServerConfig reload_config_from_proto(const pb::ModelServerConfig& proto) {
 }  // namespace
 
 // One object serves both services; every handler runs through serve() so each call
-// is counted once with its code and latency.
-struct GrpcServer::Impl final : pb::PredictionService::Service, pb::ModelService::Service {
+// is counted once with its code and latency. The methods are found by their HTTP/2
+// path in `methods`.
+struct GrpcServer::Impl {
   ModelManager& manager;
   SignatureRunner runner;
   Metrics* metrics;
   GrpcOptions options;
   std::function<void(const ServerConfig&)> reload;
-  std::unique_ptr<grpc::Server> server;
+  std::unordered_map<std::string, std::function<GrpcReply(std::string_view)>> methods;
+  std::unique_ptr<H2Server> server;
   int port = 0;
   std::mutex mutex;  // start/shutdown
 
   Impl(ModelManager& m, SignatureRunner r, Metrics* met, GrpcOptions o, std::function<void(const ServerConfig&)> rl)
       : manager(m), runner(std::move(r)), metrics(met), options(std::move(o)), reload(std::move(rl)) {
     if (!runner) runner = run_signature_directly;
+    const std::string prediction = "/tensorflow.serving.PredictionService/";
+    const std::string model_service = "/tensorflow.serving.ModelService/";
+    add(prediction + "Predict", &Impl::Predict);
+    add(prediction + "Classify", &Impl::Classify);
+    add(prediction + "Regress", &Impl::Regress);
+    add(prediction + "MultiInference", &Impl::MultiInference);
+    add(prediction + "GetModelMetadata", &Impl::GetModelMetadata);
+    add(model_service + "GetModelStatus", &Impl::GetModelStatus);
+    add(model_service + "HandleReloadConfigRequest", &Impl::HandleReloadConfigRequest);
+  }
+
+  // A unary method: parse the request (INTERNAL if it does not parse, as grpc++ answers),
+  // run, and frame the response; an error status sends no message.
+  template <class Request, class Response>
+  void add(const std::string& path, Status (Impl::*method)(const Request*, Response*)) {
+    methods[path] = [this, method](std::string_view bytes) -> GrpcReply {
+      Request request;
+      if (!request.ParseFromArray(bytes.data(), int(bytes.size()))) {
+        return {Code::Internal, "[grpc] cannot parse the request as " + request.GetTypeName(), {}};
+      }
+      Response response;
+      Status status = (this->*method)(&request, &response);
+      if (!status.ok()) return {status.code, std::move(status.message), {}};
+      const size_t size = response.ByteSizeLong();
+      if (options.max_message_bytes > 0 && size > size_t(options.max_message_bytes)) {  // grpc++'s send limit
+        return {Code::ResourceExhausted,
+                "[grpc] response larger than max (" + std::to_string(size) + " vs. " +
+                    std::to_string(options.max_message_bytes) + ")",
+                {}};
+      }
+      std::string body = grpc_frame(size);
+      response.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(body.data() + 5));
+      return {Code::Ok, {}, std::move(body)};
+    };
+  }
+
+  GrpcReply handle(const GrpcCall& call) {
+    auto it = methods.find(call.path);
+    if (it == methods.end()) return {Code::Unimplemented, "[grpc] unknown method " + call.path, {}};
+    return it->second(call.message());
   }
 
   // Runs `body` (which returns the version it resolved, 0 if none), mapping exceptions to
   // the same code and message as ServingError, and records the call (unless api is null).
   template <class Body>
-  grpc::Status serve(const char* api, const std::string& model, Body&& body) {
+  Status serve(const char* api, const std::string& model, Body&& body) {
     auto start = Clock::now();
     int64_t version = 0;
     Code code = Code::Ok;
@@ -104,7 +162,7 @@ struct GrpcServer::Impl final : pb::PredictionService::Service, pb::ModelService
       double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
       metrics->record_request(model, version, api, "GRPC", code, us);
     }
-    return code == Code::Ok ? grpc::Status::OK : to_grpc(code, message);
+    return {code, message};
   }
 
   // The runner, timed for runtime_latency.
@@ -123,8 +181,7 @@ struct GrpcServer::Impl final : pb::PredictionService::Service, pb::ModelService
     if (!has_spec) throw ServingError(Code::InvalidArgument, "Missing ModelSpec");
   }
 
-  grpc::Status Predict(grpc::ServerContext*, const pb::PredictRequest* request,
-                       pb::PredictResponse* response) override {
+  Status Predict(const pb::PredictRequest* request, pb::PredictResponse* response) {
     const std::string& model = request->model_spec().name();
     return serve("predict", model, [&]() -> int64_t {
       require_spec(request->has_model_spec());
@@ -151,7 +208,7 @@ struct GrpcServer::Impl final : pb::PredictionService::Service, pb::ModelService
   // Classify and Regress: resolve the servable, read the request's examples, run, and
   // fill the response's model spec; `run` writes the result.
   template <class Request, class Response, class Run>
-  grpc::Status serve_examples(const char* api, const Request* request, Response* response, Run run) {
+  Status serve_examples(const char* api, const Request* request, Response* response, Run run) {
     const std::string& model = request->model_spec().name();
     return serve(api, model, [&]() -> int64_t {
       require_spec(request->has_model_spec());
@@ -166,8 +223,7 @@ struct GrpcServer::Impl final : pb::PredictionService::Service, pb::ModelService
     });
   }
 
-  grpc::Status Classify(grpc::ServerContext*, const pb::ClassificationRequest* request,
-                        pb::ClassificationResponse* response) override {
+  Status Classify(const pb::ClassificationRequest* request, pb::ClassificationResponse* response) {
     return serve_examples("classify", request, response,
                           [](const ServableHandle& servable, const std::string& signature,
                              const std::vector<std::string>& examples, const std::string& context,
@@ -183,8 +239,7 @@ struct GrpcServer::Impl final : pb::PredictionService::Service, pb::ModelService
                           });
   }
 
-  grpc::Status Regress(grpc::ServerContext*, const pb::RegressionRequest* request,
-                       pb::RegressionResponse* response) override {
+  Status Regress(const pb::RegressionRequest* request, pb::RegressionResponse* response) {
     return serve_examples("regress", request, response,
                           [](const ServableHandle& servable, const std::string& signature,
                              const std::vector<std::string>& examples, const std::string& context,
@@ -194,13 +249,11 @@ struct GrpcServer::Impl final : pb::PredictionService::Service, pb::ModelService
                           });
   }
 
-  grpc::Status MultiInference(grpc::ServerContext*, const pb::MultiInferenceRequest*,
-                              pb::MultiInferenceResponse*) override {
+  Status MultiInference(const pb::MultiInferenceRequest*, pb::MultiInferenceResponse*) {
     return to_grpc(Code::Unimplemented, "[MultiInference] not implemented by deepflow serve; use Classify or Regress");
   }
 
-  grpc::Status GetModelMetadata(grpc::ServerContext*, const pb::GetModelMetadataRequest* request,
-                                pb::GetModelMetadataResponse* response) override {
+  Status GetModelMetadata(const pb::GetModelMetadataRequest* request, pb::GetModelMetadataResponse* response) {
     return serve("metadata", request->model_spec().name(), [&]() -> int64_t {
       require_spec(request->has_model_spec());
       // TF Serving's checks and texts (get_model_metadata_impl.cc).
@@ -231,8 +284,7 @@ struct GrpcServer::Impl final : pb::PredictionService::Service, pb::ModelService
     });
   }
 
-  grpc::Status GetModelStatus(grpc::ServerContext*, const pb::GetModelStatusRequest* request,
-                              pb::GetModelStatusResponse* response) override {
+  Status GetModelStatus(const pb::GetModelStatusRequest* request, pb::GetModelStatusResponse* response) {
     return serve("status", request->model_spec().name(), [&]() -> int64_t {
       require_spec(request->has_model_spec());
       for (const VersionStatus& s : manager.status(spec_from_proto(request->model_spec()))) {
@@ -247,17 +299,16 @@ struct GrpcServer::Impl final : pb::PredictionService::Service, pb::ModelService
     });
   }
 
-  grpc::Status HandleReloadConfigRequest(grpc::ServerContext*, const pb::ReloadConfigRequest* request,
-                                         pb::ReloadConfigResponse* response) override {
+  Status HandleReloadConfigRequest(const pb::ReloadConfigRequest* request, pb::ReloadConfigResponse* response) {
     if (!reload) {
       return to_grpc(Code::Unimplemented, "[HandleReloadConfigRequest] this server does not accept config reloads");
     }
-    grpc::Status status = serve(nullptr, "", [&]() -> int64_t {
+    Status status = serve(nullptr, "", [&]() -> int64_t {
       reload(reload_config_from_proto(request->config()));
       return 0;
     });
-    response->mutable_status()->set_error_code(static_cast<int>(status.error_code()));
-    response->mutable_status()->set_error_message(status.error_message());
+    response->mutable_status()->set_error_code(static_cast<int>(status.code));
+    response->mutable_status()->set_error_message(status.message);
     return status;
   }
 };
@@ -271,26 +322,19 @@ GrpcServer::~GrpcServer() { shutdown(); }
 void GrpcServer::start() {
   std::lock_guard lock(impl_->mutex);
   if (impl_->server) throw ServingError(Code::FailedPrecondition, "[GrpcServer::start] already started");
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(impl_->options.address, grpc::InsecureServerCredentials(), &port);
-  builder.SetMaxReceiveMessageSize(impl_->options.max_message_bytes);
-  builder.SetMaxSendMessageSize(impl_->options.max_message_bytes);
-  // The synchronous API with grpc's default pollers: on the benchmark (bench/serving/
-  // grpc_bench.cpp, server in its own process) it has the lowest batch-1 latency of sync,
-  // sync with more completion queues or MAX_POLLERS (4, 16), GRPC_ARG_MINIMAL_STACK, BDP
-  // probing off (each within 2% of p50 and server CPU per call), MIN = MAX_POLLERS = 1 (a
-  // thread started per call: +35%), and the callback API (grpc 1.51 hands callbacks to an
-  // executor: 4.6 server context switches per call against 1.7, +10%). A handler may
-  // also block (the batcher) without starving the pollers.
-  builder.RegisterService(static_cast<pb::PredictionService::Service*>(impl_.get()));
-  builder.RegisterService(static_cast<pb::ModelService::Service*>(impl_.get()));
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server || port == 0) {
-    throw ServingError(Code::Unavailable, "[GrpcServer::start] cannot listen on " + impl_->options.address);
-  }
+  // Our own HTTP/2 transport (h2_server.h) rather than grpc++'s server: grpc++ 1.51 spent
+  // about 88 us of server CPU per unary call, against a few for this one.
+  H2ServerOptions options{.address = impl_->options.address,
+                          .max_message_bytes = impl_->options.max_message_bytes > 0
+                                                   ? size_t(impl_->options.max_message_bytes)
+                                                   : size_t(std::numeric_limits<int32_t>::max()),
+                          .inline_calls = runner_never_blocks(impl_->runner)};
+  auto server = std::make_unique<H2Server>(options, [impl = impl_.get()](const GrpcCall& call) {
+    return impl->handle(call);
+  });
+  server->start();
+  impl_->port = server->port();
   impl_->server = std::move(server);
-  impl_->port = port;
 }
 
 int GrpcServer::port() const { return impl_->port; }
@@ -298,8 +342,7 @@ int GrpcServer::port() const { return impl_->port; }
 void GrpcServer::shutdown() {
   std::lock_guard lock(impl_->mutex);
   if (!impl_->server) return;
-  impl_->server->Shutdown();  // no new calls; returns once the calls in flight finished
-  impl_->server->Wait();
+  impl_->server->shutdown();  // no new calls; returns once the calls in flight finished
   impl_->server.reset();
 }
 

@@ -2,7 +2,8 @@
 // TF Serving's gRPC services on proto/serving_apis.proto (package tensorflow.serving,
 // TF Serving's message names and field numbers, so existing clients work unchanged):
 // PredictionService (Predict, Classify, Regress, GetModelMetadata; MultiInference is
-// UNIMPLEMENTED) and ModelService (GetModelStatus, HandleReloadConfigRequest).
+// UNIMPLEMENTED) and ModelService (GetModelStatus, HandleReloadConfigRequest), served by
+// our own gRPC-over-HTTP/2 transport on libnghttp2 (h2_server.h), not grpc++'s server.
 #pragma once
 
 #include <functional>
@@ -28,7 +29,7 @@ class GrpcServer {
   ~GrpcServer();
   void start();  ///< throws if the address cannot be bound
   int port() const;
-  /// Stops accepting and waits for in-flight calls.
+  /// Stops accepting, sends GOAWAY and waits for the calls in flight. Idempotent.
   void shutdown();
 
   struct Impl;

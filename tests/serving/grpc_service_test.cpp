@@ -2,14 +2,22 @@
 // The gRPC front end, in process: a GrpcServer on a free loopback port over a
 // ModelManager serving half_plus (versions 1 and 2, label "stable" -> 1), called through
 // the generated grpc++ stubs, and from Python (tests/serving/grpc_client.py).
+#include <arpa/inet.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gmock/gmock.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
+#include <mutex>
 #include <thread>
 
 #include "deepflow/serving/grpc_service.h"
@@ -206,8 +214,21 @@ TEST_F(GrpcService, MaxMessageSize) {
   pb::PredictResponse response;
   grpc::Status s = predict(half_request(std::vector<float>(1000, 1.f)), &response);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  ASSERT_TRUE(predict(half_request({2.f}), &response).ok());
+  EXPECT_THAT(s.error_message(), HasSubstr("larger than max"));
+  ASSERT_TRUE(predict(half_request({2.f}), &response).ok());  // the connection still serves
   EXPECT_EQ(y_of(response), (std::vector<float>{4.f}));
+  // A small request whose response is over the limit (GetModelMetadata's signatures).
+  start_server({.max_message_bytes = 200});
+  pb::GetModelMetadataRequest m;
+  m.mutable_model_spec()->set_name("half");
+  m.add_metadata_field("signature_def");
+  pb::GetModelMetadataResponse metadata;
+  grpc::ClientContext ctx;
+  s = predict_->GetModelMetadata(&ctx, m, &metadata);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(s.error_message(), HasSubstr("response larger than max"));
+  ASSERT_TRUE(predict(half_request({3.f}), &response).ok());
+  EXPECT_EQ(y_of(response), (std::vector<float>{4.5f}));
 }
 
 TEST_F(GrpcService, ClassifyAndRegress) {
@@ -359,6 +380,210 @@ TEST_F(GrpcService, ReloadConfigAddsAModel) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(s.error_message(), HasSubstr("Only ModelConfigList is currently supported"));
   EXPECT_TRUE(predict(p, &out).ok());
+}
+
+// The transport (deepflow/serving/h2_server.cpp, grpc_h2_session.cpp): what grpc++'s server
+// did for us before.
+
+// A unary call by method name with raw request bytes (grpc++'s generic stub).
+grpc::Status generic_call(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+                          const std::string& request_bytes) {
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext ctx;
+  grpc::Slice slice(request_bytes);
+  grpc::ByteBuffer request(&slice, 1), response;
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &response,
+                 [&](grpc::Status s) { done.set_value(std::move(s)); });
+  return done.get_future().get();
+}
+
+TEST_F(GrpcService, UnknownMethodAndUnparsableRequest) {
+  auto channel =
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()), grpc::InsecureChannelCredentials());
+  grpc::Status s = generic_call(channel, "/tensorflow.serving.PredictionService/NoSuchMethod", "");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_THAT(s.error_message(), HasSubstr("/tensorflow.serving.PredictionService/NoSuchMethod"));
+  s = generic_call(channel, "/tensorflow.serving.PredictionService/Predict", "\xff\xff\xff");  // truncated varint
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_THAT(s.error_message(), HasSubstr("tensorflow.serving.PredictRequest"));
+  // The same path with a real request still works.
+  s = generic_call(channel, "/tensorflow.serving.PredictionService/Predict", half_request({2.f}).SerializeAsString());
+  EXPECT_TRUE(s.ok()) << s.error_message();
+}
+
+TEST_F(GrpcService, CompressedRequestIsUnimplemented) {
+  grpc::ClientContext ctx;
+  ctx.set_compression_algorithm(GRPC_COMPRESS_GZIP);
+  pb::PredictResponse response;
+  grpc::Status s = predict_->Predict(&ctx, half_request(std::vector<float>(256, 1.f)), &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_THAT(s.error_message(), HasSubstr("grpc-encoding 'gzip' is not supported"));
+  ASSERT_TRUE(predict(half_request({2.f}), &response).ok());
+  EXPECT_EQ(y_of(response), (std::vector<float>{4.f}));
+}
+
+// 32 calls in flight at once on one channel (one HTTP/2 connection): all answered, each
+// with its own result.
+TEST_F(GrpcService, ManyConcurrentCallsOnOneChannel) {
+  constexpr int kCalls = 32;
+  grpc::CompletionQueue cq;
+  std::vector<grpc::ClientContext> contexts(kCalls);
+  std::vector<pb::PredictResponse> responses(kCalls);
+  std::vector<grpc::Status> statuses(kCalls);
+  std::vector<std::unique_ptr<grpc::ClientAsyncResponseReader<pb::PredictResponse>>> calls;
+  for (int i = 0; i < kCalls; ++i) {
+    calls.push_back(predict_->AsyncPredict(&contexts[i], half_request({float(i), 1.f}), &cq));
+    calls.back()->Finish(&responses[i], &statuses[i], reinterpret_cast<void*>(intptr_t(i)));
+  }
+  for (int n = 0; n < kCalls; ++n) {
+    void* tag = nullptr;
+    bool ok = false;
+    ASSERT_TRUE(cq.Next(&tag, &ok));
+    EXPECT_TRUE(ok);
+  }
+  for (int i = 0; i < kCalls; ++i) {
+    ASSERT_TRUE(statuses[i].ok()) << i << ": " << statuses[i].error_message();
+    EXPECT_EQ(y_of(responses[i]), (std::vector<float>{0.5f * float(i) + 3.f, 3.5f})) << i;
+  }
+  cq.Shutdown();
+}
+
+// With a runner that may block (the batcher's), calls on one connection run at once: here
+// each call waits until all 4 are inside the runner, which never happens if they serialize.
+TEST_F(GrpcService, BlockingRunnerCallsOnOneChannelRunAtOnce) {
+  constexpr int kCalls = 4;
+  std::mutex mutex;
+  std::condition_variable cv;
+  int inside = 0;
+  auto gathering = [&](const serving::ServableHandle& s, const std::string& key,
+                       const std::map<std::string, Tensor>& in) {
+    std::unique_lock lock(mutex);
+    ++inside;
+    cv.notify_all();
+    if (!cv.wait_for(lock, std::chrono::seconds(5), [&] { return inside >= kCalls; }))
+      throw serving::ServingError(serving::Code::DeadlineExceeded, "calls were serialized");
+    return serving::run_signature_directly(s, key, in);
+  };
+  serving::GrpcServer server(*manager_, gathering, nullptr, serving::GrpcOptions{.address = "127.0.0.1:0"});
+  server.start();
+  auto stub = pb::PredictionService::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(server.port()), grpc::InsecureChannelCredentials()));
+  std::vector<std::thread> threads;
+  std::vector<grpc::Status> statuses(kCalls);
+  std::vector<pb::PredictResponse> responses(kCalls);
+  for (int i = 0; i < kCalls; ++i) {
+    threads.emplace_back([&, i] {
+      grpc::ClientContext ctx;
+      statuses[i] = stub->Predict(&ctx, half_request({float(i)}), &responses[i]);
+    });
+    if (i == 0) {  // the first call alone on the connection, already inside the runner
+      std::unique_lock lock(mutex);
+      cv.wait(lock, [&] { return inside >= 1; });
+    }
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kCalls; ++i) {
+    ASSERT_TRUE(statuses[i].ok()) << statuses[i].error_message();
+    EXPECT_EQ(y_of(responses[i]), (std::vector<float>{0.5f * float(i) + 3.f}));
+  }
+}
+
+// A message near the default limit goes through both ways (the HTTP/2 windows are large).
+TEST_F(GrpcService, LargeMessageRoundTrip) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  auto stub = pb::PredictionService::NewStub(grpc::CreateCustomChannel(
+      "127.0.0.1:" + std::to_string(server_->port()), grpc::InsecureChannelCredentials(), args));
+  std::vector<float> x(2 << 20);  // 8 MiB
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 1000);
+  pb::PredictRequest r;
+  r.mutable_model_spec()->set_name("half");
+  (*r.mutable_inputs())["x"] = float_proto(x, {int64_t(x.size())});
+  grpc::ClientContext ctx;
+  pb::PredictResponse response;
+  grpc::Status s = stub->Predict(&ctx, r, &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  std::vector<float> y = y_of(response);
+  ASSERT_EQ(y.size(), x.size());
+  EXPECT_EQ(y[12345], 0.5f * float(12345 % 1000) + 3.f);
+}
+
+// Raw TCP clients that break the protocol or leave mid-call: the server neither crashes
+// nor stalls, and keeps answering real clients.
+TEST_F(GrpcService, RawSocketGarbageAndAbandonedCalls) {
+  auto send_and_close = [&](const std::string& bytes, bool read_reply) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(uint16_t(server_->port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), ssize_t(bytes.size()));
+    if (read_reply) {
+      char buf[4096];
+      timeval tv{.tv_sec = 5, .tv_usec = 0};
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      while (::recv(fd, buf, sizeof buf, 0) > 0) {
+      }  // the server closes after its GOAWAY
+    }
+    ::close(fd);
+  };
+  const std::string preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+  const std::string settings("\0\0\0\x04\0\0\0\0\0", 9);  // empty SETTINGS
+  send_and_close("GET / HTTP/1.1\r\nHost: x\r\n\r\n", true);  // not HTTP/2
+  send_and_close(std::string(1000, '\xff'), true);
+  send_and_close(preface + settings + std::string("\0\0\x10\x01\x04\0\0\0\x01", 9), false);  // truncated HEADERS
+  send_and_close(preface + settings + std::string("\x00\x00\x05\x07\x00\x00\x00\x00\x00garbage", 14), true);
+  // A Predict call abandoned mid-request: HEADERS (HPACK: POST, http, :authority, :path,
+  // content-type, te) and part of its message, then the connection drops.
+  const std::string path = "/tensorflow.serving.PredictionService/Predict";
+  std::string block = "\x83\x86\x41\x09localhost\x44" + std::string(1, char(path.size())) + path + "\x5f\x10" +
+                      "application/grpc" + std::string("\x40\x02te\x08trailers", 13);
+  std::string headers = std::string("\0\0", 2) + char(block.size()) + std::string("\x01\x04\0\0\0\x01", 6) + block;
+  std::string data = std::string("\0\0\x0f\0\0\0\0\0\x01", 9) + std::string("\0\0\0\0\x64", 5) + "0123456789";
+  {
+    std::vector<std::thread> abandon;
+    for (int i = 0; i < 4; ++i)
+      abandon.emplace_back([&, i] { send_and_close(preface + settings + headers + (i % 2 ? data : ""), false); });
+    for (auto& t : abandon) t.join();
+  }
+  pb::PredictResponse response;
+  ASSERT_TRUE(predict(half_request({4.f}), &response).ok());
+  EXPECT_EQ(y_of(response), (std::vector<float>{5.f}));
+}
+
+// shutdown() with a call in flight: the call completes with its result, then shutdown returns.
+TEST_F(GrpcService, ShutdownFinishesTheCallInFlight) {
+  std::promise<void> entered;
+  auto slow = [&](const serving::ServableHandle& s, const std::string& key, const std::map<std::string, Tensor>& in) {
+    entered.set_value();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    return serving::run_signature_directly(s, key, in);
+  };
+  serving::GrpcServer server(*manager_, slow, nullptr, serving::GrpcOptions{.address = "127.0.0.1:0"});
+  server.start();
+  auto stub = pb::PredictionService::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(server.port()), grpc::InsecureChannelCredentials()));
+  pb::PredictResponse response;
+  grpc::Status status;
+  std::thread call([&] {
+    grpc::ClientContext ctx;
+    status = stub->Predict(&ctx, half_request({6.f}), &response);
+  });
+  entered.get_future().wait();
+  auto t0 = std::chrono::steady_clock::now();
+  server.shutdown();
+  auto waited = std::chrono::steady_clock::now() - t0;
+  call.join();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(y_of(response), (std::vector<float>{6.f}));
+  EXPECT_GE(waited, std::chrono::milliseconds(200));  // it waited for the call
+  // No new calls once shut down.
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  EXPECT_FALSE(stub->Predict(&ctx, half_request({1.f}), &response).ok());
 }
 
 // The Python client (grpcio from Debian, modules generated from proto/ at run time).
