@@ -12,7 +12,8 @@
 //   cannot run on zeros is skipped with a warning (WarmupStats::skipped), not an error.
 // - Then (plan_threads) each signature with numeric inputs is timed on one zero row with
 //   the caller's OpenMP team and with one thread: where one thread is as fast (within
-//   10%), one-row requests run without waking a team (Servable::threads).
+//   10%) or takes under 50 us, one-row requests run without waking a team
+//   (Servable::threads).
 #pragma once
 
 #include <cstdint>
@@ -31,7 +32,8 @@ struct WarmupOptions {
   bool automatic = true;                    ///< when there is no warmup file
   std::vector<int64_t> batch_sizes = {1};   ///< the server adds its allowed batch sizes
   /// Time each signature on a one-row zero input with the caller's OpenMP team and with
-  /// one thread, and run one-row requests alone where that is not slower (Servable::threads).
+  /// one thread, and run one-row requests alone where that is not slower or is short
+  /// (Servable::threads).
   bool plan_threads = true;
 };
 
