@@ -104,6 +104,10 @@ int sink_transposes(Graph& g, std::vector<ValueRef>* keep = nullptr);
 /// with zeros in front of a VALID conv2d (also ONNX's pad of NCHW then transpose) becomes
 /// its explicit padding. A constant-filter conv with nothing to fuse becomes a fused_conv2d
 /// too, so its filter is reordered for oneDNN once and cached. elu means alpha 1 (TF's).
+/// Residual blocks: then an add of such a fused_conv2d without activation (whose result has
+/// no other user) and another value of the same dtype and shape (not broadcast), optionally
+/// followed by one of those activations, becomes the fused_conv2d with that value as its
+/// summand (of two fused convs, the first in topological order takes the other).
 int fuse_conv(Graph& g, std::vector<ValueRef>* keep = nullptr);
 
 // --- the fused primitives (ops/fused.cpp), also callable directly ---
@@ -112,9 +116,11 @@ int fuse_conv(Graph& g, std::vector<ValueRef>* keep = nullptr);
 /// activation "" (none), "relu", "tanh", "sigmoid" or "gelu" (the exact erf form).
 Tensor fused_matmul(const Tensor& a, const Tensor& b, const Tensor& bias = Tensor(), bool transpose_a = false,
                     bool transpose_b = false, const std::string& activation = "");
-/// act(conv2d(input, filters) + bias) in one oneDNN primitive (bias add and activation
-/// are post-ops). input [n, h, w, c_in], filters [kh, kw, c_in / groups, c_out] (grouped and
-/// depthwise when c_in / groups < c_in), bias [c_out] or undefined -> [n, oh, ow, c_out].
+/// act(conv2d(input, filters) + bias + summand) in one oneDNN primitive (bias add, summand
+/// and activation are post-ops). input [n, h, w, c_in], filters [kh, kw, c_in / groups,
+/// c_out] (grouped and depthwise when c_in / groups < c_in), bias [c_out] or undefined,
+/// summand [n, oh, ow, c_out] (the output's shape, not broadcast) or undefined
+/// -> [n, oh, ow, c_out].
 /// padding "SAME", "VALID" or "EXPLICIT" with explicit_paddings {top, bottom, left, right};
 /// activation "" (none), "relu", "relu6", "clip" (to [clip_min, clip_max]), "elu",
 /// "sigmoid", "tanh" or "leaky_relu" (slope alpha).
@@ -127,7 +133,7 @@ struct FusedConvOptions {
   double alpha = 0.2, clip_min = 0, clip_max = 6;
 };
 Tensor fused_conv2d(const Tensor& input, const Tensor& filters, const Tensor& bias = Tensor(),
-                    const FusedConvOptions& options = {});
+                    const FusedConvOptions& options = {}, const Tensor& summand = Tensor());
 /// Evaluates a postfix program (deepflow/graph/passes/program.h) elementwise over inputs.
 Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& program);
 

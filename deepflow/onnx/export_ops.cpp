@@ -456,11 +456,17 @@ std::string conv_nchw(NodeExport& e, bool has_bias) {
 
 void conv2d(NodeExport& e) { to_nhwc(e.cx, conv_nchw(e, false), e.out_name(0)); }
 
-// act(conv2d(x, w) + bias): one Conv (the bias as its B input, EXPLICIT padding as pads) and
-// the activation on the NCHW result, before the transpose back.
+// act(conv2d(x, w) + bias + summand): one Conv (the bias as its B input, EXPLICIT padding as
+// pads), an Add of the summand (transposed to NCHW) and the activation on the NCHW result,
+// before the transpose back.
 void fused_conv2d(NodeExport& e) {
   const DType t = e.out_type(0).dtype;
   std::string y = conv_nchw(e, e.attr_bool("has_bias"));
+  if (e.attr_bool("has_summand")) {
+    std::string z = y;
+    y = e.cx.fresh(e.node.name + "_sum");
+    e.cx.add("Add", {z, to_nchw(e.cx, e.in.back())}, {y});
+  }
   const std::string act = e.attr_string("activation");
   if (!act.empty()) {
     std::string z = y;
@@ -521,7 +527,13 @@ void pool(NodeExport& e) {
   set_attr(n, "kernel_shape", k);
   set_attr(n, "strides", s);
   // TensorFlow's SAME average divides by the window's valid elements: count_include_pad 0.
-  set_padding(n, e.attr_string("padding"), e.in_type(0).shape, k, s, {1, 1});
+  // max_pool's EXPLICIT padding is MaxPool's pads (padded cells never win in either).
+  if (max && e.attr_string("padding") == "EXPLICIT") {
+    const auto& p = e.attr_ints("explicit_paddings");  // {top, bottom, left, right}
+    set_attr(n, "pads", std::vector<int64_t>{p[0], p[2], p[1], p[3]});
+  } else {
+    set_padding(n, e.attr_string("padding"), e.in_type(0).shape, k, s, {1, 1});
+  }
   to_nhwc(e.cx, y, e.out_name(0));
 }
 

@@ -398,9 +398,19 @@ TensorList import_max_pool(NodeContext& c) {
   DF_CHECK(c.attr_int("storage_order", 0) == 0, kPrefix, c.describe(), ": storage_order=1 is not supported");
   const bool dilated = std::any_of(w.dilations.begin(), w.dilations.end(), [](int64_t d) { return d != 1; });
   if (w.spatial() == 2 && !dilated) {
-    const bool same = !w.no_padding() && w.tf_same();
-    Tensor xp = same ? x : pad_spatial(x, w, lowest_of(x.dtype()));
-    return {to_channels_first(max_pool2d(to_channels_last(xp), w.kernel, w.strides, same ? "SAME" : "VALID"))};
+    const Tensor xl = to_channels_last(x);
+    if (w.no_padding()) return {to_channels_first(max_pool2d(xl, w.kernel, w.strides, "VALID"))};
+    if (w.tf_same()) return {to_channels_first(max_pool2d(xl, w.kernel, w.strides, "SAME"))};
+    // Other pads (resnet's 1 on each side, ceil_mode's extension) as max_pool's EXPLICIT
+    // padding, whose padded cells never win, as the lowest value's would; pads as large as
+    // the window (windows of padding only) keep the padded tensor.
+    bool fits = true;
+    for (size_t i = 0; i < 2; ++i) fits = fits && w.pad_begin[i] < w.kernel[i] && w.pad_end[i] < w.kernel[i];
+    if (fits)
+      return {to_channels_first(max_pool2d(xl, w.kernel, w.strides, "EXPLICIT",
+                                           {w.pad_begin[0], w.pad_end[0], w.pad_begin[1], w.pad_end[1]}))};
+    Tensor xp = to_channels_last(pad_spatial(x, w, lowest_of(x.dtype())));
+    return {to_channels_first(max_pool2d(xp, w.kernel, w.strides, "VALID"))};
   }
   return {pool_by_slices(pad_spatial(x, w, lowest_of(x.dtype())), w, true)};
 }

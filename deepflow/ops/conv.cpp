@@ -82,14 +82,45 @@ Shape conv_out_shape(const OpCall& c, const Shape& x, const Shape& w) {
                co};
 }
 
+// max_pool and max_pool_grad also take padding "EXPLICIT" (the other pools do not).
+bool takes_explicit(const OpCall& c) { return c.def->id == OpId::MaxPool || c.def->id == OpId::MaxPoolGrad; }
+
+// EXPLICIT pooling: x [n,h,w,c] padded by explicit_paddings {top, bottom, left, right}, then
+// VALID. A pad as large as the window would make windows of padding only (no maximum), so
+// each pad must be smaller than its window dim (ONNX's rule for MaxPool's pads as well).
+Shape explicit_pool_out_shape(const OpCall& c, const Shape& x, const std::vector<int64_t>& k,
+                              const std::vector<int64_t>& s) {
+  const auto& p = c.attr_ints("explicit_paddings");
+  bool ok = p.size() == 4;
+  for (size_t i = 0; ok && i < 4; ++i) ok = p[i] >= 0 && p[i] < k[i / 2];
+  DF_CHECK(ok, "[", c.name(), "] EXPLICIT padding needs explicit_paddings = 4 non-negative ints {top, bottom, ",
+           "left, right}, each smaller than the window ", Shape{k[0], k[1]}, ", got ",
+           attr_to_string(c.attr("explicit_paddings")));
+  auto dim = [&](int64_t in, int64_t kk, int64_t ss, int64_t before, int64_t after) {
+    if (in < 0) return kUnknownDim;
+    DF_CHECK(in + before + after >= kk, "[", c.name(), "] the window ", Shape{k[0], k[1]}, " does not fit input ", x,
+             " padded by ", attr_to_string(c.attr("explicit_paddings")), " {top, bottom, left, right}");
+    return detail::window_dim(in + before + after, kk, ss, 1, false).out;
+  };
+  return Shape{x[0], dim(x[1], k[0], s[0], p[0], p[1]), dim(x[2], k[1], s[1], p[2], p[3]), x[3]};
+}
+
 // The shared pooling shape rule: input x [n,h,w,c] -> [n,oh,ow,c].
 Shape pool_out_shape(const OpCall& c, const Shape& x) {
   check_rank4(c, x, "input", "[n, h, w, c]");
   check_pair(c, "ksize");
   check_pair(c, "strides");
-  const bool same = check_padding(c);
   const auto& k = c.attr_ints("ksize");
   const auto& s = c.attr_ints("strides");
+  if (takes_explicit(c)) {
+    const std::string& p = c.attr_string("padding");
+    DF_CHECK(p == "SAME" || p == "VALID" || p == "EXPLICIT", "[", c.name(),
+             "] padding must be \"SAME\", \"VALID\" or \"EXPLICIT\", got \"", p, "\"");
+    if (p == "EXPLICIT") return explicit_pool_out_shape(c, x, k, s);
+    DF_CHECK(c.attr_ints("explicit_paddings").empty(), "[", c.name(), "] explicit_paddings ",
+             attr_to_string(c.attr("explicit_paddings")), " given with padding \"", p, "\" (only EXPLICIT takes them)");
+  }
+  const bool same = check_padding(c);
   const Shape w{k[0], k[1]};
   return Shape{x[0], out_dim(c, x[1], k[0], s[0], 1, same, x, w), out_dim(c, x[2], k[1], s[1], 1, same, x, w), x[3]};
 }
@@ -105,6 +136,11 @@ Attrs conv_attrs(const OpCall& c) {
 }
 Attrs pool_attrs(const OpCall& c) {
   return {{"ksize", c.attr_ints("ksize")}, {"strides", c.attr_ints("strides")}, {"padding", c.attr_string("padding")}};
+}
+Attrs max_pool_attrs(const OpCall& c) {
+  Attrs a = pool_attrs(c);
+  a.set("explicit_paddings", c.attr_ints("explicit_paddings"));
+  return a;
 }
 Attrs with(Attrs a, const char* name, const Shape& s) {
   a.set(name, s.to_vector());
@@ -126,6 +162,21 @@ Attrs make_conv_attrs(const char* fn, const Axes& strides, const std::string& pa
 Attrs make_pool_attrs(const char* fn, const Axes& ksize, const Axes& strides, const std::string& padding) {
   return {{"ksize", hw_pair(fn, "ksize", ksize)}, {"strides", hw_pair(fn, "strides", strides)}, {"padding", padding}};
 }
+// explicit_paddings as {top, bottom, left, right}, or TensorFlow's 8 NHWC ints
+// {0, 0, top, bottom, left, right, 0, 0}.
+Attrs make_max_pool_attrs(const char* fn, const Axes& ksize, const Axes& strides, const std::string& padding,
+                          const Axes& explicit_paddings) {
+  Attrs a = make_pool_attrs(fn, ksize, strides, padding);
+  const Axes& p = explicit_paddings;
+  if (p.size() == 8 && p[0] == 0 && p[1] == 0 && p[6] == 0 && p[7] == 0) {
+    a.set("explicit_paddings", std::vector<int64_t>(p.begin() + 2, p.begin() + 6));
+  } else {
+    DF_CHECK(p.size() == 4 || p.empty(), "[", fn, "] explicit_paddings must be {top, bottom, left, right} or ",
+             "8 NHWC ints with no batch or channel padding, got ", attr_to_string(AttrValue(p)));
+    a.set("explicit_paddings", p);
+  }
+  return a;
+}
 
 const std::vector<AttrSpec> kConvAttrs = {
     {"strides", std::vector<int64_t>{1, 1}}, {"padding", "VALID"}, {"dilations", std::vector<int64_t>{1, 1}}};
@@ -137,6 +188,11 @@ std::vector<AttrSpec> conv_attrs_plus(const char* sizes) {
 std::vector<AttrSpec> pool_attrs_spec() {
   return {AttrSpec::required_of("ksize", AttrKind::Ints), AttrSpec::required_of("strides", AttrKind::Ints),
           {"padding", "VALID"}};
+}
+std::vector<AttrSpec> max_pool_attrs_spec() {
+  auto a = pool_attrs_spec();
+  a.push_back({"explicit_paddings", std::vector<int64_t>{}});
+  return a;
 }
 
 }  // namespace
@@ -222,23 +278,29 @@ Tensor conv2d_transpose(const Tensor& input, const Tensor& filters, const Shape&
   return conv2d_backprop_input(filters, input, output_shape, strides, padding, dilations);
 }
 
-// --- max_pool --- input [n,h,w,c] -> [n,oh,ow,c]; SAME pads with -inf.
-DF_DEFINE_OP(MaxPool, {.num_inputs = 1, .attrs = pool_attrs_spec(),
+// --- max_pool --- input [n,h,w,c] -> [n,oh,ow,c]; SAME and EXPLICIT pad with -inf (padded
+// cells never win). EXPLICIT takes explicit_paddings {top, bottom, left, right}.
+DF_DEFINE_OP(MaxPool, {.num_inputs = 1, .attrs = max_pool_attrs_spec(),
   .infer = [](const OpCall& c, TypeList& out) {
     DF_CHECK(c.in(0).dtype() != DType::Bool, "[", c.name(), "] does not take bool tensors");
     out.push_back({c.in(0).dtype(), pool_out_shape(c, c.in(0).shape())});
   },
   .vjp = [](const OpCall& c, const TensorList& g) {
-    return TensorList{dispatch1(OpId::MaxPoolGrad, {c.in(0), c.out(0), g[0]}, pool_attrs(c))};
+    return TensorList{dispatch1(OpId::MaxPoolGrad, {c.in(0), c.out(0), g[0]}, max_pool_attrs(c))};
   }});
 Tensor max_pool2d(const Tensor& input, const Axes& ksize, const Axes& strides, const std::string& padding) {
   return dispatch1(OpId::MaxPool, {input}, make_pool_attrs("max_pool2d", ksize, strides, padding));
+}
+Tensor max_pool2d(const Tensor& input, const Axes& ksize, const Axes& strides, const std::string& padding,
+                  const Axes& explicit_paddings) {
+  return dispatch1(OpId::MaxPool, {input},
+                   make_max_pool_attrs("max_pool2d", ksize, strides, padding, explicit_paddings));
 }
 
 // --- max_pool_grad --- input [n,h,w,c], output and grad [n,oh,ow,c] -> [n,h,w,c]; each
 // window's gradient goes to its first maximum in row-major order (TF's CPU rule).
 // Second-order gradients through max pooling are not supported.
-DF_DEFINE_OP(MaxPoolGrad, {.num_inputs = 3, .attrs = pool_attrs_spec(),
+DF_DEFINE_OP(MaxPoolGrad, {.num_inputs = 3, .attrs = max_pool_attrs_spec(),
   .infer = [](const OpCall& c, TypeList& out) {
     check_float(c, c.in(0), "input");
     check_same_dtype(c, c.in(0), c.in(1));
@@ -250,8 +312,9 @@ DF_DEFINE_OP(MaxPoolGrad, {.num_inputs = 3, .attrs = pool_attrs_spec(),
   },
   .non_differentiable = true});
 Tensor max_pool_grad(const Tensor& input, const Tensor& output, const Tensor& grad, const Axes& ksize,
-                     const Axes& strides, const std::string& padding) {
-  return dispatch1(OpId::MaxPoolGrad, {input, output, grad}, make_pool_attrs("max_pool_grad", ksize, strides, padding));
+                     const Axes& strides, const std::string& padding, const Axes& explicit_paddings) {
+  return dispatch1(OpId::MaxPoolGrad, {input, output, grad},
+                   make_max_pool_attrs("max_pool_grad", ksize, strides, padding, explicit_paddings));
 }
 
 // --- avg_pool --- input [n,h,w,c] -> [n,oh,ow,c]; divides by the valid cells of each window.

@@ -32,11 +32,19 @@ Tensor conv2d_backprop_input(const Tensor& filters, const Tensor& out_backprop, 
 Tensor conv2d_backprop_filter(const Tensor& input, const Tensor& out_backprop, const Shape& filter_sizes,
                               const Axes& strides = {1, 1}, const std::string& padding = "VALID",
                               const Axes& dilations = {1, 1});
+/// max_pool2d with padding "EXPLICIT" (tf.raw_ops.MaxPool's explicit_paddings, here as
+/// {top, bottom, left, right}, fused_conv2d's order): input [n, h, w, c] -> [n, oh, ow, c]
+/// with oh = (h + top + bottom - kh) / sh + 1 (ow alike). Padded cells never win, as if they
+/// held -inf; each pad must be smaller than its window dim, so every window sees the input.
+/// "SAME" and "VALID" take an empty explicit_paddings.
+Tensor max_pool2d(const Tensor& input, const Axes& ksize, const Axes& strides, const std::string& padding,
+                  const Axes& explicit_paddings);
 /// The gradient of max_pool2d (tf.raw_ops.MaxPoolGrad): input [n, h, w, c], output =
 /// max_pool2d(input), grad [n, oh, ow, c] -> [n, h, w, c]. Each window's gradient goes to
 /// its first maximum in row-major order (TensorFlow's CPU rule). Not differentiable.
+/// padding and explicit_paddings are those of the forward max_pool2d.
 Tensor max_pool_grad(const Tensor& input, const Tensor& output, const Tensor& grad, const Axes& ksize,
-                     const Axes& strides, const std::string& padding = "VALID");
+                     const Axes& strides, const std::string& padding = "VALID", const Axes& explicit_paddings = {});
 /// The gradient of avg_pool2d (tf.raw_ops.AvgPoolGrad): grad [n, oh, ow, c] -> input_sizes
 /// [n, h, w, c]. Linear; its own gradient is avg_pool2d.
 Tensor avg_pool_grad(const Tensor& grad, const Shape& input_sizes, const Axes& ksize, const Axes& strides,
@@ -90,10 +98,12 @@ inline ConvGeometry conv_geometry(const Shape& input, const Shape& filters, cons
   g.ow = window_dim(g.w + g.pad_left + g.pad_right, g.kw, g.sw, g.dw, false).out;
   return g;
 }
-/// The geometry of a valid pooling call over `input` [n, h, w, c].
+/// The geometry of a valid pooling call over `input` [n, h, w, c]; padding "SAME", "VALID"
+/// or "EXPLICIT" with explicit_paddings {top, bottom, left, right} (max_pool).
 inline ConvGeometry pool_geometry(const Shape& input, const std::vector<int64_t>& ksize,
-                                  const std::vector<int64_t>& strides, const std::string& padding) {
-  return conv_geometry(input, Shape{ksize[0], ksize[1], 1, input[3]}, strides, padding, {1, 1});
+                                  const std::vector<int64_t>& strides, const std::string& padding,
+                                  const std::vector<int64_t>& explicit_paddings = {}) {
+  return conv_geometry(input, Shape{ksize[0], ksize[1], 1, input[3]}, strides, padding, {1, 1}, explicit_paddings);
 }
 
 }  // namespace detail

@@ -4,6 +4,8 @@
 // fused training graph is differentiable (to any order) like the unfused one.
 #include <cmath>
 #include <numbers>
+#include <span>
+#include <vector>
 
 #include "deepflow/graph/passes.h"
 #include "deepflow/graph/passes/program.h"
@@ -18,11 +20,13 @@ bool known_activation(const std::string& a) {
   return a.empty() || a == "relu" || a == "tanh" || a == "sigmoid" || a == "gelu";
 }
 
-// Fused ops take (x, w) or (x, w, bias) as their has_bias attribute says.
-void check_input_count(const OpCall& c, const char* op) {
+// Fused ops take (x, w), then the bias as their has_bias attribute says, then (fused_conv2d)
+// the summand when has_summand.
+void check_input_count(const OpCall& c, const char* op, bool has_summand = false) {
   const bool has_bias = c.attr_bool("has_bias");
-  DF_CHECK(c.num_inputs() == (has_bias ? 3 : 2), "[", op, "] takes ", has_bias ? 3 : 2, " inputs (has_bias is ",
-           has_bias ? "true" : "false", "), got ", c.num_inputs());
+  const int want = 2 + int(has_bias) + int(has_summand);
+  DF_CHECK(c.num_inputs() == want, "[", op, "] takes ", want, " inputs (has_bias is ", has_bias ? "true" : "false",
+           has_summand ? ", has_summand is true" : "", "), got ", c.num_inputs());
 }
 
 // The bias (input 2) has input 0's dtype and shape [n]; the message says n comes from n_from n_of.
@@ -90,9 +94,10 @@ TensorList vjp_fused_matmul(const OpCall& c, const TensorList& g) {
 }
 
 // --- fused_conv2d --- input [n,h,w,c_in], filters [kh,kw,c_in/groups,c_out], bias [c_out]
-// (has_bias) -> act(conv2d(input, filters) + bias) [n,oh,ow,c_out]. padding "SAME", "VALID" or
-// "EXPLICIT" (explicit_paddings {top, bottom, left, right}); constant_filter promises that the
-// filters never change between calls (kernels/cpu/conv.cpp keeps their reordered copy).
+// (has_bias), summand [n,oh,ow,c_out] (has_summand) -> act(conv2d(input, filters) + bias +
+// summand) [n,oh,ow,c_out]. padding "SAME", "VALID" or "EXPLICIT" (explicit_paddings {top,
+// bottom, left, right}); constant_filter promises that the filters never change between calls
+// (kernels/cpu/conv.cpp keeps their reordered copy).
 bool known_conv_activation(const std::string& a) {
   return a.empty() || a == "relu" || a == "relu6" || a == "clip" || a == "elu" || a == "sigmoid" || a == "tanh" ||
          a == "leaky_relu";
@@ -116,7 +121,8 @@ int64_t fused_out_dim(int64_t in, int64_t k, int64_t s, int64_t d, const std::st
 }
 
 void infer_fused_conv2d(const OpCall& c, TypeList& out) {
-  check_input_count(c, "fused_conv2d");
+  const bool has_bias = c.attr_bool("has_bias"), has_summand = c.attr_bool("has_summand");
+  check_input_count(c, "fused_conv2d", has_summand);
   const std::string& act = c.attr_string("activation");
   DF_CHECK(known_conv_activation(act), "[fused_conv2d] unknown activation \"", act,
            "\" (expected \"\", \"relu\", \"relu6\", \"clip\", \"elu\", \"sigmoid\", \"tanh\" or \"leaky_relu\")");
@@ -149,13 +155,19 @@ void infer_fused_conv2d(const OpCall& c, TypeList& out) {
       DF_CHECK(co % (ci / fi) == 0, "[fused_conv2d] output channels ", co, " are not divisible by groups ", ci / fi,
                " (input ", x, ", filters ", w, ")");
   }
-  if (c.attr_bool("has_bias")) check_bias(c, "fused_conv2d", "input", co, "the output channels of filters ", w);
+  if (has_bias) check_bias(c, "fused_conv2d", "input", co, "the output channels of filters ", w);
   const auto& s = c.attr_ints("strides");
   const auto& d = c.attr_ints("dilations");
   const bool e = padding == "EXPLICIT";
-  out.push_back({c.in(0).dtype(),
-                 Shape{x[0], fused_out_dim(x[1], w[0], s[0], d[0], padding, e ? ep[0] : 0, e ? ep[1] : 0, x, w),
-                       fused_out_dim(x[2], w[1], s[1], d[1], padding, e ? ep[2] : 0, e ? ep[3] : 0, x, w), co}});
+  const Shape y{x[0], fused_out_dim(x[1], w[0], s[0], d[0], padding, e ? ep[0] : 0, e ? ep[1] : 0, x, w),
+                fused_out_dim(x[2], w[1], s[1], d[1], padding, e ? ep[2] : 0, e ? ep[3] : 0, x, w), co};
+  if (has_summand) {
+    // Not broadcast: the CPU kernel accumulates into the output, which starts as the summand.
+    const Tensor& sum = c.in(c.num_inputs() - 1);
+    DF_CHECK(sum.dtype() == c.in(0).dtype() && sum.shape().compatible_with(y), "[fused_conv2d] summand must be ",
+             dtype_name(c.in(0).dtype()), y, " (the output's type), got ", dtype_name(sum.dtype()), sum.shape());
+  }
+  out.push_back({c.in(0).dtype(), y});
 }
 
 // The conv2d's and pad's own vjps on the pre-activation gradient dz; dz from y where the
@@ -164,7 +176,8 @@ void infer_fused_conv2d(const OpCall& c, TypeList& out) {
 // gradient at both bounds, elu'(0) = 1, leaky_relu'(0) = alpha).
 TensorList vjp_fused_conv2d(const OpCall& c, const TensorList& g) {
   const Tensor &x = c.in(0), &w = c.in(1), &y = c.out(0);
-  const bool has_bias = c.attr_bool("has_bias"), explicit_pad = c.attr_string("padding") == "EXPLICIT";
+  const bool has_bias = c.attr_bool("has_bias"), has_summand = c.attr_bool("has_summand");
+  const bool explicit_pad = c.attr_string("padding") == "EXPLICIT";
   const std::string& act = c.attr_string("activation");
   Attrs conv_attrs{{"strides", c.attr_ints("strides")},
                    {"padding", explicit_pad ? std::string("VALID") : c.attr_string("padding")},
@@ -179,7 +192,8 @@ TensorList vjp_fused_conv2d(const OpCall& c, const TensorList& g) {
   }
   auto pre_activation = [&] {
     Tensor z = dispatch1(OpId::Conv2D, {xp, w}, conv_attrs);
-    return has_bias ? z + c.in(2) : z;
+    if (has_bias) z = z + c.in(2);
+    return has_summand ? z + c.in(c.num_inputs() - 1) : z;
   };
   Tensor dz = g[0];
   if (act == "relu" || act == "tanh" || act == "sigmoid") {
@@ -207,6 +221,7 @@ TensorList vjp_fused_conv2d(const OpCall& c, const TensorList& g) {
     d[0] = p.vjp(OpCall{&p, xs, &pad_attrs, xps}, {d[0]})[0];
   }
   if (has_bias) d.push_back(reduce_sum(dz, {0, 1, 2}));
+  if (has_summand) d.push_back(dz);  // the summand is added to z as it is
   return d;
 }
 
@@ -286,7 +301,7 @@ DF_DEFINE_OP(FusedConv2D, {.num_inputs = -1,
                                      {"explicit_paddings", std::vector<int64_t>{}},
                                      {"dilations", std::vector<int64_t>{1, 1}}, {"activation", ""}, {"alpha", 0.2},
                                      {"clip_min", 0.0}, {"clip_max", 6.0}, {"has_bias", false},
-                                     {"constant_filter", false}},
+                                     {"has_summand", false}, {"constant_filter", false}},
                            .infer = infer_fused_conv2d, .vjp = vjp_fused_conv2d});
 DF_DEFINE_OP(FusedElementwise, {.num_inputs = -1, .attrs = {AttrSpec::required_of("program", AttrKind::String)},
                                 .infer = infer_fused_elementwise, .vjp = vjp_fused_elementwise});
@@ -299,7 +314,8 @@ Tensor fused_matmul(const Tensor& a, const Tensor& b, const Tensor& bias, bool t
   return dispatch1(OpId::FusedMatMul, {a, b}, attrs);
 }
 
-Tensor fused_conv2d(const Tensor& input, const Tensor& filters, const Tensor& bias, const FusedConvOptions& o) {
+Tensor fused_conv2d(const Tensor& input, const Tensor& filters, const Tensor& bias, const FusedConvOptions& o,
+                    const Tensor& summand) {
   auto pair = [](const char* what, const Axes& v) {
     if (v.size() == 1) return std::vector<int64_t>{v[0], v[0]};
     DF_CHECK(v.size() == 2, "[fused_conv2d] ", what, " must be 1 or 2 ints {h, w}, got ", attr_to_string(AttrValue(v)));
@@ -308,9 +324,11 @@ Tensor fused_conv2d(const Tensor& input, const Tensor& filters, const Tensor& bi
   Attrs attrs{{"strides", pair("strides", o.strides)}, {"padding", o.padding},
               {"explicit_paddings", o.explicit_paddings}, {"dilations", pair("dilations", o.dilations)},
               {"activation", o.activation}, {"alpha", o.alpha}, {"clip_min", o.clip_min}, {"clip_max", o.clip_max},
-              {"has_bias", bias.defined()}};
-  if (bias.defined()) return dispatch1(OpId::FusedConv2D, {input, filters, bias}, attrs);
-  return dispatch1(OpId::FusedConv2D, {input, filters}, attrs);
+              {"has_bias", bias.defined()}, {"has_summand", summand.defined()}};
+  std::vector<Tensor> inputs{input, filters};
+  if (bias.defined()) inputs.push_back(bias);
+  if (summand.defined()) inputs.push_back(summand);
+  return dispatch1(OpId::FusedConv2D, std::span<const Tensor>(inputs), attrs);
 }
 
 Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& program) {

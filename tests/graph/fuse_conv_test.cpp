@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The fuse_conv pass: conv2d (constant filter) + pad + bias + activation -> fused_conv2d, what
-// it must leave alone, and the fused op's gradient against the unfused ops'.
+// The fuse_conv pass: conv2d (constant filter) + pad + bias + activation -> fused_conv2d, the
+// residual add after it -> its summand, what it must leave alone, and the fused op's gradient
+// against the unfused ops'.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -30,6 +31,11 @@ const Node* only_fused(const Graph& g) {
       f = &n;
     }
   return f;
+}
+
+bool has_summand(const Node& n) {
+  const AttrValue* v = n.attrs.find("has_summand");
+  return n.op == OpId::FusedConv2D && v && std::get<bool>(*v);
 }
 
 template <class T>
@@ -256,6 +262,118 @@ TEST(FuseConv, FusedConvGradientMatchesTheUnfusedOps) {
   }
 }
 
+// Two resnet basic blocks (the second downsamples with a 1x1 conv on its shortcut) and a
+// mobilenet_v2-style residual add without an activation, at an unknown batch.
+TEST(FuseConv, ResidualAddsBecomeTheSummand) {
+  Tensor w1 = rnd({3, 3, 8, 8}, -0.3, 0.3, 30), w2 = rnd({3, 3, 8, 8}, -0.3, 0.3, 31);
+  Tensor w3 = rnd({3, 3, 8, 16}, -0.3, 0.3, 32), w4 = rnd({3, 3, 16, 16}, -0.3, 0.3, 33);
+  Tensor wd = rnd({1, 1, 8, 16}, -0.3, 0.3, 34), wp = rnd({1, 1, 16, 16}, -0.3, 0.3, 35);
+  Tensor b1 = rnd({8}, -1, 1, 36), b2 = rnd({8}, -1, 1, 37), b3 = rnd({16}, -1, 1, 38), b4 = rnd({16}, -1, 1, 39),
+         bd = rnd({16}, -1, 1, 40), bp = rnd({16}, -1, 1, 41);
+  auto g = build({{-1, 8, 8, 8}}, [&](const TensorList& x) {
+    Tensor h = relu(conv2d(x[0], w1, {1, 1}, "SAME") + b1);
+    Tensor y1 = relu(conv2d(h, w2, {1, 1}, "SAME") + b2 + x[0]);
+    Tensor h2 = relu(conv2d(y1, w3, {2, 2}, "SAME") + b3);
+    Tensor y2 = relu(conv2d(h2, w4, {1, 1}, "SAME") + b4 + (conv2d(y1, wd, {2, 2}, "SAME") + bd));
+    return TensorList{y2 + (conv2d(y2, wp) + bp)};
+  });
+  Tensor x = rnd({2, 8, 8, 8}, -1, 1, 42);
+  const Tensor want = call_graph(*g, {x})[0];
+  auto opt = optimize(*g);
+  EXPECT_EQ(count_op(*opt, OpId::FusedConv2D), 6) << opt->to_string();
+  EXPECT_EQ(count_op(*opt, OpId::Add) + count_op(*opt, OpId::Relu) + count_op(*opt, OpId::FusedElementwise), 0)
+      << opt->to_string();
+  int summands = 0;
+  for (const Node& n : opt->nodes())
+    if (has_summand(n)) {
+      ++summands;
+      EXPECT_EQ(n.inputs.size(), 4u);
+      EXPECT_EQ(opt->type(n.inputs[3]), n.outputs[0]);
+    }
+  EXPECT_EQ(summands, 3);
+  expect_close(want, call_graph(*opt, {x})[0], 1e-5, "residual");
+  expect_close(call_graph(*g, {rnd({1, 8, 8, 8}, -1, 1, 43)})[0], call_graph(*opt, {rnd({1, 8, 8, 8}, -1, 1, 43)})[0],
+               1e-5, "residual at batch 1");
+}
+
+// efficientnet's block: the conv's input is scaled by a squeeze-excite gate (a reduction and
+// a reshape to [-1, 1, 1, c]), whose batch is still the shortcut's.
+TEST(FuseConv, ResidualAddAfterASqueezeExciteGate) {
+  Tensor w = rnd({1, 1, 6, 6}, -0.5, 0.5, 70), b = rnd({6}, -1, 1, 71);
+  auto g = build({{-1, 4, 4, 6}}, [&](const TensorList& x) {
+    Tensor gate = sigmoid(reshape(reduce_sum(x[0], {1, 2}) * 0.0625, {-1, 1, 1, 6}));
+    return TensorList{conv2d(x[0] * gate, w) + b + x[0]};
+  });
+  Tensor x = rnd({3, 4, 4, 6}, -1, 1, 72);
+  const Tensor want = call_graph(*g, {x})[0];
+  EXPECT_EQ(fuse_conv(*g), 2);
+  EXPECT_EQ(count_op(*g, OpId::Add), 0) << g->to_string();
+  const Node* f = only_fused(*g);
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(has_summand(*f));
+  expect_close(want, call_graph(*g, {x})[0], 1e-5, "squeeze-excite");
+}
+
+TEST(FuseConv, ResidualAddsItMustLeaveAlone) {
+  Tensor w = rnd({1, 1, 4, 4}, -1, 1, 50), b = rnd({4}, -1, 1, 51);
+  auto summands = [](const Graph& g) {
+    int n = 0;
+    for (const Node& node : g.nodes()) n += has_summand(node);
+    return n;
+  };
+  // A summand computed from the conv's own result, a broadcast summand, a conv result that
+  // is also a graph output, an activation before the add, and batches that may differ.
+  const std::vector<std::pair<std::string, std::function<TensorList(const TensorList&)>>> cases = {
+      {"own result", [&](const TensorList& x) { Tensor c = conv2d(x[0], w) + b; return TensorList{c + tanh(c)}; }},
+      {"broadcast", [&](const TensorList& x) { return TensorList{(conv2d(x[0], w) + b) + x[1]}; }},
+      {"shared", [&](const TensorList& x) { Tensor c = conv2d(x[0], w) + b; return TensorList{c + x[0], c}; }},
+      {"activated", [&](const TensorList& x) { return TensorList{relu(conv2d(x[0], w) + b) + x[0]}; }},
+      {"other batch", [&](const TensorList& x) { return TensorList{(conv2d(x[0], w) + b) + x[2]}; }},
+  };
+  for (const auto& [what, f] : cases) {
+    auto g = build({{-1, 3, 3, 4}, {1, 3, 1, 4}, {-1, 3, 3, 4}}, f);
+    fuse_conv(*g);
+    EXPECT_EQ(summands(*g), 0) << what << "\n" << g->to_string();
+    EXPECT_EQ(count_op(*g, OpId::Add), 1) << what;
+  }
+  // A kept add result stays fetchable: the add fuses (it is the root), the relu after it not.
+  Tensor sum;
+  auto g = build({{1, 3, 3, 4}}, [&](const TensorList& x) {
+    sum = conv2d(x[0], w) + b + x[0];
+    return TensorList{relu(sum)};
+  });
+  std::vector<ValueRef> keep{g->value_of(sum)};
+  Tensor x = rnd({1, 3, 3, 4}, -1, 1, 52);
+  const Tensor want = call_graph(*g, {x})[0];
+  fuse_conv(*g, &keep);
+  EXPECT_EQ(summands(*g), 1) << g->to_string();
+  EXPECT_EQ(g->node(keep[0].node).op, OpId::FusedConv2D);
+  EXPECT_EQ(attr<std::string>(g->node(keep[0].node), "activation"), "");
+  EXPECT_EQ(count_op(*g, OpId::Relu), 1);
+  expect_close(want, call_graph(*g, {x})[0], 1e-6, "kept sum");
+}
+
+TEST(FuseConv, SummandGradientMatchesTheUnfusedOps) {
+  Tensor x = rnd({2, 5, 5, 2}, -1, 1, 60, DType::Float64), w = rnd({3, 3, 2, 3}, -1, 1, 61, DType::Float64),
+         b = rnd({3}, -0.5, 0.5, 62, DType::Float64), r = rnd({2, 2, 6, 3}, -1, 1, 63, DType::Float64);
+  for (const char* act : {"", "relu", "relu6", "elu", "tanh"}) {
+    GradientTape t1, t2;
+    for (const Tensor* v : {&x, &w, &b, &r}) {
+      t1.watch(*v);
+      t2.watch(*v);
+    }
+    const std::string s = act;
+    Tensor z = conv2d(pad(x, {{0, 0}, {1, 0}, {2, 1}, {0, 0}}), w, {2, 1}, "VALID") + b + r;
+    Tensor y1 = s == "relu" ? relu(z) : s == "relu6" ? relu6(z) : s == "elu" ? elu(z) : s == "tanh" ? tanh(z) : z;
+    Tensor y2 = fused_conv2d(x, w, b, {.strides = {2, 1}, .padding = "EXPLICIT", .explicit_paddings = {1, 0, 2, 1},
+                                       .activation = s}, r);
+    expect_close(y1, y2, 1e-12, std::string("forward ") + act);
+    TensorList g1 = t1.gradient({reduce_sum(y1 * y1)}, {x, w, b, r});
+    TensorList g2 = t2.gradient({reduce_sum(y2 * y2)}, {x, w, b, r});
+    for (size_t i = 0; i < 4; ++i) expect_close(g1[i], g2[i], 1e-12, std::string("gradient ") + act);
+  }
+}
+
 TEST(FuseConv, BadOptionsAreClearErrors) {
   Tensor x = rnd({1, 4, 4, 2}), w = rnd({3, 3, 2, 4});
   auto message = [](const std::function<void()>& f) -> std::string {
@@ -269,6 +387,11 @@ TEST(FuseConv, BadOptionsAreClearErrors) {
   EXPECT_THAT(message([&] { fused_conv2d(x, w, Tensor(), {.strides = {1, 1, 1}}); }),
               HasSubstr("[fused_conv2d] strides must be 1 or 2 ints {h, w}, got [1,1,1]"));
   EXPECT_THAT(message([&] { fused_conv2d(x, w, rnd({3})); }), HasSubstr("[fused_conv2d] bias must be [4]"));
+  EXPECT_THAT(message([&] { fused_conv2d(x, w, Tensor(), {.padding = "SAME"}, rnd({1, 4, 4, 1})); }),
+              HasSubstr("[fused_conv2d] summand must be float32[1,4,4,4] (the output's type), got float32[1,4,4,1]"));
+  const Tensor f64_summand = rnd({1, 4, 4, 4}, -1, 1, 1, DType::Float64);
+  EXPECT_THAT(message([&] { fused_conv2d(x, w, Tensor(), {.padding = "SAME"}, f64_summand); }),
+              HasSubstr("got float64[1,4,4,4]"));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <onnx/onnx_pb.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,7 @@
 #include "deepflow/keras/keras.h"
 #include "deepflow/onnx/export.h"
 #include "deepflow/onnx/onnx.h"
+#include "deepflow/ops/conv.h"
 #include "deepflow/ops/ops.h"
 
 using namespace deepflow;
@@ -259,7 +261,13 @@ std::vector<Case> cases() {
         [](const Tensor& x) { return conv2d_transpose(x, kt, {2, 16, 16, 2}, {2, 2}, "VALID"); }, img);
   unary("conv2d_relu_pool", [](const Tensor& x) { return max_pool2d(relu(conv2d(x, k33, {1, 1}, "SAME")), {2, 2}, {2, 2}); },
         img);
+  // fuse_conv makes this one fused_conv2d with the residual as its summand: Conv, Add, Relu.
+  binary("conv2d_residual_relu",
+         [](const Tensor& x, const Tensor& r) { return relu(conv2d(x, k33, {1, 1}, "SAME") + r); }, img,
+         rnd({2, 7, 7, 4}, 15));
   unary("max_pool_same", [](const Tensor& x) { return max_pool2d(x, {3, 3}, {2, 2}, "SAME"); }, img);
+  unary("max_pool_explicit",
+        [](const Tensor& x) { return max_pool2d(x - 5.0, {3, 3}, {2, 2}, "EXPLICIT", {1, 1, 0, 2}); }, img);
   unary("avg_pool_same", [](const Tensor& x) { return avg_pool2d(x, {3, 3}, {2, 2}, "SAME"); }, img);
   unary("avg_pool_valid", [](const Tensor& x) { return avg_pool2d(x, {2, 2}, {1, 1}); }, img);
   // normalization
@@ -332,6 +340,29 @@ TEST(OnnxExport, EveryOpFamilyRoundTrips) {
     Function f(c.fn, FunctionOptions{.name = c.name, .input_signature = c.sig});
     round_trip(c.name, f.get_concrete_function(), c.inputs);
   }
+}
+
+// A residual block's add and relu are the fused conv's summand and activation in the
+// optimized graph; the export writes them back as Add and Relu after the Conv.
+TEST(OnnxExport, ConvSummandIsAnAddBeforeTheActivation) {
+  const std::vector<Case> all = cases();
+  const auto c = std::find_if(all.begin(), all.end(), [](const Case& k) { return k.name == "conv2d_residual_relu"; });
+  ASSERT_NE(c, all.end());
+  Function f(c->fn, FunctionOptions{.input_signature = c->sig});
+  int summands = 0, fused = 0;
+  for (const Node& n : f.get_concrete_function().optimized_graph().nodes()) {
+    if (n.op != OpId::FusedConv2D) continue;
+    ++fused;
+    const AttrValue* v = n.attrs.find("has_summand");
+    summands += v && std::get<bool>(*v);
+  }
+  EXPECT_EQ(fused, 1);
+  EXPECT_EQ(summands, 1);
+  op::ModelProto m = parse(dfo::export_to_bytes(f.get_concrete_function()));
+  std::vector<std::string> ops;
+  for (const auto& n : m.graph().node())
+    if (n.op_type() != "Transpose") ops.push_back(n.op_type());
+  EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "Add", "Relu"}));
 }
 
 TEST(OnnxExport, UnoptimizedGraphAndOpsets) {

@@ -194,6 +194,26 @@ TEST(OnnxOps, MaxPoolCeilModeAndPads) {
   EXPECT_THAT(n.run()[0].to_vector<float>(), ElementsAreArray({1.f, 3.f, 4.f}));
 }
 
+// Pads that are not TensorFlow's SAME (resnet's 1 on each side) become max_pool's EXPLICIT
+// padding, with no pad node; padded cells never win, even over negative values.
+TEST(OnnxOps, MaxPoolPadsAreExplicitPaddingWithoutAPadNode) {
+  Tensor x = iota({1, 1, 4, 4}) - 100.0;
+  OneNode n("MaxPool", 12);
+  n.input("x", x).attr("kernel_shape", std::vector<int64_t>{3, 3}).attr("strides", std::vector<int64_t>{2, 2})
+      .attr("pads", std::vector<int64_t>{1, 1, 1, 1});
+  EXPECT_THAT(n.run()[0].to_vector<float>(), ElementsAreArray({-95.f, -93.f, -87.f, -85.f}));
+  std::string bytes;
+  n.m.SerializeToString(&bytes);
+  const Graph& g = deepflow::onnx::import_model_from_bytes(bytes).concrete_function().graph();
+  int pads = 0, pools = 0;
+  for (const Node& node : g.nodes()) {
+    pads += node.op == OpId::Pad;
+    pools += node.op == OpId::MaxPool;
+  }
+  EXPECT_EQ(pads, 0);
+  EXPECT_EQ(pools, 1);
+}
+
 TEST(OnnxOps, AveragePoolCountIncludePad) {
   Tensor x = ones({1, 1, 1, 3});
   for (int include : {0, 1}) {

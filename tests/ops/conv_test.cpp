@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "deepflow/deepflow.h"
 #include "test_util.h"
 #include "deepflow/ops/conv.h"
@@ -105,6 +107,27 @@ TEST(MaxPool, SamePadsWithMinusInfinity) {
               ElementsAreArray({4.f, 5.f, 7.f, 8.f}));
 }
 
+// EXPLICIT padding: padded cells never win, so it equals -inf padding then VALID, also on
+// an all-negative image (zero padding would win there).
+TEST(MaxPool, ExplicitPaddingIsMinusInfinityPadding) {
+  Tensor x = ramp(5, 6) - 100.0;
+  Tensor y = max_pool2d(x, {3, 3}, {2, 2}, "EXPLICIT", {1, 1, 1, 0});
+  ASSERT_EQ(y.shape(), Shape({1, 3, 3, 1}));
+  // Rows -1..1, 1..3, 3..5 (clipped to 4); cols -1..1, 1..3, 3..5.
+  EXPECT_THAT(y.to_vector<float>(), ElementsAreArray({-93.f, -91.f, -89.f, -81.f, -79.f, -77.f, -75.f, -73.f, -71.f}));
+  Tensor xp = pad(x, {{0, 0}, {1, 1}, {1, 0}, {0, 0}}, "CONSTANT", -std::numeric_limits<double>::infinity());
+  EXPECT_THAT(y.to_vector<float>(), ElementsAreArray(max_pool2d(xp, {3, 3}, {2, 2}, "VALID").to_vector<float>()));
+  // The gradient lands on the window maxima, never outside the image.
+  Tensor dx = max_pool_grad(x, y, ones_like(y), {3, 3}, {2, 2}, "EXPLICIT", {1, 1, 1, 0});
+  std::vector<float> expect(30, 0.f);
+  for (int i : {7, 9, 11, 19, 21, 23, 25, 27, 29}) expect[size_t(i)] = 1.f;
+  EXPECT_THAT(dx.to_vector<float>(), ElementsAreArray(expect));
+  EXPECT_THAT(error_of([&] { max_pool2d(x, {3, 3}, {2, 2}, "EXPLICIT", {1, 1, 1}); }),
+              HasSubstr("[max_pool2d] explicit_paddings must be {top, bottom, left, right} or 8 NHWC ints"));
+  EXPECT_THAT(error_of([&] { max_pool2d(ramp(1, 1), {3, 3}, {1, 1}, "EXPLICIT", {0, 1, 1, 1}); }),
+              HasSubstr("[max_pool] the window [3,3] does not fit input [1,1,1,1] padded by [0,1,1,1]"));
+}
+
 // Ties: the first maximum in row-major window order gets the whole gradient.
 TEST(MaxPool, GradTieGoesToFirstMaximum) {
   Tensor x = constant({7.f, 7.f, 7.f, 7.f, 1.f, 7.f}, {1, 2, 3, 1});
@@ -149,7 +172,7 @@ TEST(ConvErrors, MessagesNameShapes) {
   EXPECT_THAT(error_of([] { conv2d(zeros({1, 1, 5, 2}), zeros({3, 3, 2, 2})); }),
               HasSubstr("[conv2d] the window (3 dilated by 1) does not fit input size 1 with VALID padding"));
   EXPECT_THAT(error_of([] { max_pool2d(zeros({1, 4, 4, 1}), {2, 2}, {1, 1}, "same"); }),
-              HasSubstr("[max_pool] padding must be \"SAME\" or \"VALID\", got \"same\""));
+              HasSubstr("[max_pool] padding must be \"SAME\", \"VALID\" or \"EXPLICIT\", got \"same\""));
   EXPECT_THAT(error_of([] { avg_pool2d(zeros({4, 4, 1}), {2, 2}, {1, 1}); }),
               HasSubstr("[avg_pool] expects a rank-4 input [n, h, w, c], got [4,4,1]"));
   EXPECT_THAT(error_of([] { avg_pool_grad(zeros({1, 2, 2, 1}), {1, 4, 4}, {2, 2}, {2, 2}); }),

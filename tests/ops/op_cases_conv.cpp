@@ -22,6 +22,12 @@ Attrs conv_sizes(const char* attr, Ints sizes, Ints strides, const char* padding
 Attrs pool(Ints ksize, Ints strides, const char* padding) {
   return {{"ksize", ksize}, {"strides", strides}, {"padding", std::string(padding)}};
 }
+// max_pool's EXPLICIT padding, pads {top, bottom, left, right}.
+Attrs pool_explicit(Ints ksize, Ints strides, Ints pads) {
+  Attrs a = pool(ksize, strides, "EXPLICIT");
+  a.set("explicit_paddings", pads);
+  return a;
+}
 
 // Values from {-1, 0, 1}: many windows hold tied maxima, which pins the tie rule.
 Tensor ties(Shape s) {
@@ -127,6 +133,26 @@ DF_OP_CASES(conv) {
        .dtypes = half, .gradcheck = false},
       {.name = "max_pool/int32", .op = "max_pool", .inputs = {in_int({1, 4, 4, 2}, -5, 5, DType::Int32)},
        .attrs = pool({2, 2}, {1, 1}, "VALID"), .dtypes = f32, .gradcheck = false},
+      // EXPLICIT: resnet's stem (3x3, stride 2, 1 on each side), then uneven pads per side.
+      {.name = "max_pool/explicit", .op = "max_pool", .inputs = {in({2, 9, 9, 3})},
+       .attrs = pool_explicit({3, 3}, {2, 2}, {1, 1, 1, 1})},
+      {.name = "max_pool/explicit-uneven", .op = "max_pool", .inputs = {in({1, 6, 7, 2})},
+       .attrs = pool_explicit({2, 3}, {2, 2}, {0, 1, 2, 1})},
+      {.name = "max_pool/explicit-large", .op = "max_pool", .inputs = {in({1, 16, 16, 32})},
+       .attrs = pool_explicit({3, 3}, {2, 2}, {1, 1, 1, 1}), .gradcheck = false},
+      {.name = "max_pool/explicit-int32", .op = "max_pool", .inputs = {in_int({1, 5, 5, 2}, -5, 5, DType::Int32)},
+       .attrs = pool_explicit({3, 3}, {2, 2}, {1, 1, 1, 1}), .dtypes = f32, .gradcheck = false},
+      {.name = "max_pool/explicit-pad-as-large-as-window", .op = "max_pool", .inputs = {in({1, 4, 4, 1})},
+       .attrs = pool_explicit({3, 3}, {1, 1}, {0, 3, 0, 0}),
+       .error = "[max_pool] EXPLICIT padding needs explicit_paddings = 4 non-negative ints {top, bottom, left, "
+                "right}, each smaller than the window [3,3], got [0,3,0,0]"},
+      {.name = "max_pool/explicit-paddings-with-same", .op = "max_pool", .inputs = {in({1, 4, 4, 1})},
+       .attrs = [] {
+         Attrs a = pool({3, 3}, {1, 1}, "SAME");
+         a.set("explicit_paddings", Ints{1, 1, 1, 1});
+         return a;
+       }(),
+       .error = "[max_pool] explicit_paddings [1,1,1,1] given with padding \"SAME\" (only EXPLICIT takes them)"},
       {.name = "max_pool/bad-ksize", .op = "max_pool", .inputs = {in({1, 4, 4, 1})}, .attrs = pool({2}, {1, 1}, "VALID"),
        .error = "[max_pool] ksize must be two positive ints {h, w}, got [2]"},
       {.name = "max_pool_grad/same", .op = "max_pool_grad",
@@ -152,6 +178,13 @@ DF_OP_CASES(conv) {
       {.name = "max_pool_grad/ties-overlap", .op = "max_pool_grad",
        .inputs = {in_fixed(ties({2, 6, 6, 4})), in({2, 3, 3, 4}), in({2, 3, 3, 4})}, .attrs = pool({3, 3}, {2, 2}, "SAME"),
        .gradcheck = false},
+      // EXPLICIT in both paths of the cpu kernel: overlapping windows, then disjoint ones.
+      {.name = "max_pool_grad/explicit-overlap", .op = "max_pool_grad",
+       .inputs = {in_fixed(ties({2, 9, 9, 4})), in({2, 5, 5, 4}), in({2, 5, 5, 4})},
+       .attrs = pool_explicit({3, 3}, {2, 2}, {1, 1, 1, 1}), .gradcheck = false},
+      {.name = "max_pool_grad/explicit-disjoint", .op = "max_pool_grad",
+       .inputs = {in({2, 7, 6, 4}), in({2, 4, 4, 4}), in({2, 4, 4, 4})},
+       .attrs = pool_explicit({2, 2}, {2, 2}, {1, 0, 1, 1}), .gradcheck = false},
       {.name = "max_pool_grad/mismatch", .op = "max_pool_grad",
        .inputs = {in({1, 5, 5, 2}), in({1, 3, 3, 2}), in({1, 2, 3, 2})}, .attrs = pool({3, 3}, {2, 2}, "SAME"),
        .error = "[max_pool_grad] grad [1,2,3,2] does not match the max_pool output shape [1,3,3,2]"},
@@ -175,6 +208,8 @@ DF_OP_CASES(conv) {
          return a;
        }(),
        .gradcheck = false},
+      {.name = "max_pool2d/explicit-tf-8-ints", .inputs = {in({1, 5, 4, 2})},
+       .fn = one([](auto& x) { return max_pool2d(x[0], {3, 3}, {2, 2}, "EXPLICIT", {0, 0, 1, 1, 2, 0, 0, 0}); })},
       {.name = "max_pool2d/tf-4-ints", .inputs = {in({1, 4, 4, 2})},
        .fn = one([](auto& x) { return max_pool2d(x[0], {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID"); })},
       {.name = "avg_pool2d/composite-call", .inputs = {in({1, 5, 4, 2})},
@@ -192,6 +227,11 @@ DF_KINK_CASES(conv) {
        .inputs = {f64({1, 1, 1, 1}, {1, 2, 2, 1})}, .grads = {f64({1, 0, 0, 0}, {1, 2, 2, 1})}},
       {.name = "max_pool/tie-overlapping", .fn = pool_fn({1, 2}, {1, 1}, "VALID"),
        .inputs = {f64({3, 3, 3}, {1, 1, 3, 1})}, .grads = {f64({1, 1, 0}, {1, 1, 3, 1})}},
+      // EXPLICIT: padded cells never win; each window's first valid maximum does.
+      {.name = "max_pool/tie-explicit",
+       .fn = [](const TensorList& x) { return TensorList{max_pool2d(x[0], {2, 2}, {2, 2}, "EXPLICIT", {1, 0, 1, 0})}; },
+       .inputs = {f64({1, 1, 1, 1, 1, 1, 1, 1, 1}, {1, 3, 3, 1})},
+       .grads = {f64({1, 1, 0, 1, 1, 0, 0, 0, 0}, {1, 3, 3, 1})}},
       {.name = "max_pool/tie-row-major", .fn = pool_fn({2, 2}, {1, 1}, "VALID"),
        .inputs = {f64({0, 2, 2, 2}, {1, 2, 2, 1})}, .grads = {f64({0, 1, 0, 0}, {1, 2, 2, 1})}},
   };

@@ -8,10 +8,16 @@
 // composites and the ONNX importer build them: relu, min(relu(z), hi) (relu6 when hi = 6),
 // min(max(z, lo), hi) and max(z, 0) with scalar constants, sigmoid, tanh, and the where(...)
 // forms of leaky_relu and elu (alpha 1).
+//
+// A second sweep fuses residual blocks: add(fused_conv2d(...), shortcut) and the activation
+// after it become one fused_conv2d with the shortcut as its summand (oneDNN's sum post-op), so
+// the add no longer reads two tensors and writes a third.
 #include <algorithm>
 #include <optional>
+#include <unordered_map>
 
 #include "deepflow/graph/passes.h"
+#include "deepflow/graph/passes/program.h"
 #include "deepflow/graph/passes/rewrite.h"
 
 namespace deepflow {
@@ -192,9 +198,15 @@ std::optional<std::vector<int64_t>> spatial_zero_pad(Graph& g, const Uses& uses,
   return p;
 }
 
-}  // namespace
+void set_activation(Attrs& a, const Activation& act) {
+  a.set("activation", act.name);
+  a.set("alpha", act.name == "leaky_relu" ? act.alpha : 0.2);
+  a.set("clip_min", act.name == "clip" ? act.lo : 0.0);
+  a.set("clip_max", act.name == "clip" ? act.hi : 6.0);
+}
 
-int fuse_conv(Graph& g, std::vector<ValueRef>* keep) {
+// conv2d [+ pad] [+ bias] [+ activation] -> fused_conv2d.
+int fuse_conv_chains(Graph& g, std::vector<ValueRef>* keep) {
   Uses uses(g, keep);
   std::vector<char> dead(size_t(g.num_nodes()), 0);
   int fused = 0;
@@ -241,12 +253,9 @@ int fuse_conv(Graph& g, std::vector<ValueRef>* keep) {
                     {"padding", padding},
                     {"explicit_paddings", explicit_paddings},
                     {"dilations", attr_or<std::vector<int64_t>>(conv, "dilations", {1, 1})},
-                    {"activation", act.name},
-                    {"alpha", act.name == "leaky_relu" ? act.alpha : 0.2},
-                    {"clip_min", act.name == "clip" ? act.lo : 0.0},
-                    {"clip_max", act.name == "clip" ? act.hi : 6.0},
                     {"has_bias", add >= 0},
                     {"constant_filter", true}};
+    set_activation(f.attrs, act);
     std::vector<int> parts{pad, cv, add};
     parts.insert(parts.end(), act.nodes.begin(), act.nodes.end());
     passes::fuse_in_place(g, root, std::move(f), parts, dead);
@@ -254,6 +263,160 @@ int fuse_conv(Graph& g, std::vector<ValueRef>* keep) {
   }
   if (fused) passes::remove_nodes(g, dead, keep);
   return fused;
+}
+
+// [?, a, b] -> [-1, c, d] with a * b = c * d, all known, keeps dim 0.
+bool reshape_keeps_batch(const Shape& in, const std::vector<int64_t>& to) {
+  if (in.rank() == 0 || in[0] >= 0 || to.empty() || to[0] != -1) return false;
+  int64_t a = 1, b = 1;
+  for (int d = 1; d < in.rank(); ++d) {
+    if (in[d] < 0) return false;
+    a *= in[d];
+  }
+  for (size_t d = 1; d < to.size(); ++d) {
+    if (to[d] < 0) return false;
+    b *= to[d];
+  }
+  return a == b && a > 0;
+}
+
+// The value whose (unknown) dim 0 v's dim 0 is known to equal: v's own, or that of the data
+// input it is carried from, by ops that keep their input's batch (convs, pools, transposes,
+// pads, reductions and reshapes to [-1, known dims] that leave dim 0 alone, and elementwise
+// ops whose unknown-batch inputs of the output's rank all share one origin: the others are 1
+// or of lower rank, and broadcast).
+class BatchOrigin {
+ public:
+  explicit BatchOrigin(const Graph& g) : g_(g) {}
+
+  ValueRef of(ValueRef v) {
+    if (auto it = memo_.find(key(v)); it != memo_.end()) return it->second;
+    ValueRef o = v;
+    const Node& n = g_.node(v.node);
+    const Shape& s = g_.type(v).shape;
+    auto carries = [&](ValueRef in) {
+      const Shape& t = g_.type(in).shape;
+      return t.rank() == s.rank() && t.rank() > 0 && t[0] < 0;
+    };
+    switch (n.op) {
+      case OpId::Conv2D: case OpId::FusedConv2D: case OpId::MaxPool: case OpId::AvgPool:
+      case OpId::FusedBatchNorm: case OpId::Identity: case OpId::Cast: case OpId::StopGradient:
+        if (v.index == 0 && carries(n.inputs[0])) o = of(n.inputs[0]);
+        break;
+      case OpId::Transpose: {
+        const auto perm = attr_or<std::vector<int64_t>>(n, "perm", {});
+        if (!perm.empty() && perm[0] == 0 && carries(n.inputs[0])) o = of(n.inputs[0]);
+        break;
+      }
+      case OpId::ReduceSum: case OpId::ReduceMax: case OpId::ReduceMin: case OpId::ReduceProd: {
+        const Shape& t = g_.type(n.inputs[0]).shape;
+        const auto axes = attr_or<std::vector<int64_t>>(n, "axes", {});
+        const bool keeps_0 = !axes.empty() && std::none_of(axes.begin(), axes.end(), [&](int64_t a) {
+          return a == 0 || a == -t.rank();
+        });
+        if (keeps_0 && t.rank() > 0 && t[0] < 0 && s.rank() > 0) o = of(n.inputs[0]);
+        break;
+      }
+      case OpId::Reshape:
+        if (reshape_keeps_batch(g_.type(n.inputs[0]).shape, attr_or<std::vector<int64_t>>(n, "shape", {})))
+          o = of(n.inputs[0]);
+        break;
+      case OpId::Pad: {
+        const auto q = attr_or<std::vector<int64_t>>(n, "paddings", {});
+        if (q.size() >= 2 && q[0] == 0 && q[1] == 0 && carries(n.inputs[0])) o = of(n.inputs[0]);
+        break;
+      }
+      default:
+        if (fused::arity(n.op) || n.op == OpId::FusedElementwise || n.op == OpId::Where) {
+          std::optional<ValueRef> common;
+          bool same = true;
+          for (ValueRef in : n.inputs)
+            if (carries(in)) {
+              const ValueRef r = of(in);
+              same = same && (!common || *common == r);
+              common = r;
+            }
+          if (common && same) o = *common;
+        }
+    }
+    memo_[key(v)] = o;
+    return o;
+  }
+
+ private:
+  static int64_t key(ValueRef v) { return int64_t(v.node) << 16 | v.index; }
+  const Graph& g_;
+  std::unordered_map<int64_t, ValueRef> memo_;
+};
+
+// a and b have one type and, at run time, one shape: dims known and equal, except dim 0,
+// which may be unknown in both when it comes from one origin (the batch of an ONNX model).
+bool same_shape_at_run_time(const Graph& g, BatchOrigin& origin, ValueRef a, ValueRef b) {
+  const TensorType &ta = g.type(a), &tb = g.type(b);
+  if (ta != tb) return false;
+  for (int d = 1; d < ta.shape.rank(); ++d)
+    if (ta.shape[d] < 0) return false;
+  return ta.shape.rank() == 0 || ta.shape[0] >= 0 || origin.of(a) == origin.of(b);
+}
+
+// Whether value v is computed from node `target` (through data or control edges).
+bool depends_on(const Graph& g, ValueRef v, int target) {
+  std::vector<char> seen(size_t(g.num_nodes()), 0);
+  std::vector<int> stack{v.node};
+  while (!stack.empty()) {
+    const int n = stack.back();
+    stack.pop_back();
+    if (n == target) return true;
+    if (seen[size_t(n)]++) continue;
+    for (ValueRef in : g.node(n).inputs) stack.push_back(in.node);
+    for (int c : g.node(n).control_inputs) stack.push_back(c);
+  }
+  return false;
+}
+
+// add(fused_conv2d without activation or summand, s) [+ activation] -> fused_conv2d with
+// summand s, where the conv's result has no other user and s has its shape (no broadcast).
+int fuse_residual_adds(Graph& g, std::vector<ValueRef>* keep) {
+  Uses uses(g, keep);
+  BatchOrigin origin(g);
+  std::vector<char> dead(size_t(g.num_nodes()), 0);
+  int fused = 0;
+  for (int fc : g.topological_order()) {
+    const Node& conv = g.node(fc);
+    if (conv.op != OpId::FusedConv2D || dead[size_t(fc)] || !uses.single_use(fc) ||
+        attr_or<bool>(conv, "has_summand", false) || !attr_or<std::string>(conv, "activation", "").empty())
+      continue;
+    const int a = uses.data[size_t(fc)][0];
+    const Node& add = g.node(a);  // a fused node that took it over earlier has another op
+    if (add.op != OpId::Add || dead[size_t(a)] || add.inputs[0] == add.inputs[1] ||
+        add.outputs[0] != conv.outputs[0])
+      continue;
+    const ValueRef self{fc, 0}, summand = add.inputs[0] == self ? add.inputs[1] : add.inputs[0];
+    // The single use makes a cycle through the summand impossible; the walk checks it anyway.
+    if (!same_shape_at_run_time(g, origin, self, summand) || depends_on(g, summand, fc)) continue;
+    const Activation act = match_activation(g, uses, a);
+    const int root = act.nodes.empty() ? a : act.nodes.back();
+    Node f;
+    f.op = OpId::FusedConv2D;
+    f.inputs = conv.inputs;
+    f.inputs.push_back(summand);
+    f.attrs = conv.attrs;
+    f.attrs.set("has_summand", true);
+    set_activation(f.attrs, act);
+    std::vector<int> parts{fc, a};
+    parts.insert(parts.end(), act.nodes.begin(), act.nodes.end());
+    passes::fuse_in_place(g, root, std::move(f), parts, dead);
+    ++fused;
+  }
+  if (fused) passes::remove_nodes(g, dead, keep);
+  return fused;
+}
+
+}  // namespace
+
+int fuse_conv(Graph& g, std::vector<ValueRef>* keep) {
+  const int chains = fuse_conv_chains(g, keep);
+  return chains + fuse_residual_adds(g, keep);
 }
 
 }  // namespace deepflow

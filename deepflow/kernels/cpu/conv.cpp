@@ -10,7 +10,9 @@
 // by geometry and dtype in a small LRU; a call oneDNN cannot implement (float64,
 // float16 without hardware support, empty tensors) falls back to the next kernel.
 //
-// fused_conv2d (float32) is one convolution_forward with the bias and an eltwise post-op.
+// fused_conv2d (float32) is one convolution_forward with the bias, a sum post-op (the residual
+// summand, which oneDNN accumulates into dst, so dst is first filled with it) and an eltwise
+// post-op, in that order.
 // The one exception to "reorder per call": when its attribute constant_filter is set (the
 // fuse_conv pass sets it for filters that are const nodes, whose tensors nobody writes), the
 // reordered filter is kept in a byte-bounded LRU keyed by the filter buffer's address and the
@@ -19,6 +21,7 @@
 // Whoever sets constant_filter by hand promises the same: the filter's bytes never change.
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -295,12 +298,12 @@ PrimPtr fused_prim(const OpCall& c) {
   if (c.in(0).dtype() != DType::Float32 || has_empty(c)) return nullptr;
   const ConvGeometry g = fused_geometry(c);
   if (g.n * g.h * g.w * g.oh * g.ow * g.co == 0) return nullptr;
-  const bool has_bias = c.attr_bool("has_bias");
+  const bool has_bias = c.attr_bool("has_bias"), has_summand = c.attr_bool("has_summand");
   dn::algorithm alg{};
   float alpha = 0, beta = 0;
   const bool act = activation_post_op(c, alg, alpha, beta);
-  const std::string key = detail::cat(geometry_key(c.name(), DType::Float32, g), ' ', has_bias, ' ',
-                                      c.attr_string("activation"), ' ', alpha, ' ', beta);
+  const std::string key = detail::cat(geometry_key(c.name(), DType::Float32, g), ' ', has_bias, ' ', has_summand,
+                                      ' ', c.attr_string("activation"), ' ', alpha, ' ', beta);
   return cache().get(key, [&]() -> PrimPtr {
     const DT dt = DT::f32;
     const dn::memory::desc bias = has_bias ? dn::memory::desc({g.co}, dt, Tag::a) : dn::memory::desc();
@@ -308,11 +311,10 @@ PrimPtr fused_prim(const OpCall& c) {
                                     src_md(g, dt), any_weights_md(g, dt), bias, dst_md(g, dt), strides_of(g),
                                     dilations_of(g), pad_l(g), pad_r(g));
     dn::primitive_attr attr = user_scratchpad();
-    if (act) {
-      dn::post_ops po;
-      po.append_eltwise(1.f, alg, alpha, beta);
-      attr.set_post_ops(po);
-    }
+    dn::post_ops po;
+    if (has_summand) po.append_sum(1.f);
+    if (act) po.append_eltwise(1.f, alg, alpha, beta);
+    if (has_summand || act) attr.set_post_ops(po);
     dn::convolution_forward::primitive_desc pd(d, attr, cpu_engine());
     return finish(pd, dn::convolution_forward(pd), pd.weights_desc(), g, dt, false);
   });
@@ -339,6 +341,18 @@ void onednn_fused_conv(const OpCall& c, TensorList& out) {
     w = dn::memory(p->weights, eng, w_buf.raw_data());
     p->reorder->execute(s, user_w, w);
   }
+  if (c.attr_bool("has_summand")) {
+    // The sum post-op adds dst's old contents. One copy costs less than a separate add, which
+    // reads two tensors; none is needed when the output already took the summand's buffer.
+    const auto* from = static_cast<const char*>(c.in(c.num_inputs() - 1).raw_data());
+    auto* to = static_cast<char*>(out[0].raw_data());
+    if (from != to) {
+      const int64_t bytes = int64_t(out[0].nbytes());
+      parallel_for(bytes, int64_t(sizeof(float)) * kParallelGrain, [&](int64_t b, int64_t e) {
+        std::memcpy(to + b, from + b, size_t(e - b));
+      });
+    }
+  }
   Tensor pad = scratch_tensor(p->scratchpad.get_size());
   std::unordered_map<int, dn::memory> args{
       {DNNL_ARG_SRC, dn::memory(src_md(g, dt), eng, c.in(0).raw_data())},
@@ -351,8 +365,13 @@ void onednn_fused_conv(const OpCall& c, TensorList& out) {
 }
 
 // --- max_pool, avg_pool, avg_pool_grad ---
+// max_pool's padding may be EXPLICIT; oneDNN's pooling_max never picks a padded cell, which
+// is max_pool's -inf padding.
 ConvGeometry pool_geometry_of(const OpCall& c) {
   const Shape x = c.def->id == OpId::AvgPoolGrad ? input_sizes_of(c, c.in(0)) : c.in(0).shape();
+  if (c.def->id == OpId::MaxPool)
+    return detail::pool_geometry(x, c.attr_ints("ksize"), c.attr_ints("strides"), c.attr_string("padding"),
+                                 c.attr_ints("explicit_paddings"));
   return detail::pool_geometry(x, c.attr_ints("ksize"), c.attr_ints("strides"), c.attr_string("padding"));
 }
 
@@ -523,7 +542,7 @@ void max_pool_grad_overlap(const ConvGeometry& g, const T* x, const T* dy, T* dx
 
 void cpu_max_pool_grad(const OpCall& c, TensorList& out) {
   const ConvGeometry g = detail::pool_geometry(c.in(0).shape(), c.attr_ints("ksize"), c.attr_ints("strides"),
-                                               c.attr_string("padding"));
+                                               c.attr_string("padding"), c.attr_ints("explicit_paddings"));
   auto run = [&](auto tag) {
     using T = decltype(tag);
     const T *x = c.in(0).data<T>(), *dy = c.in(2).data<T>();

@@ -21,6 +21,11 @@ ConvGeometry conv_geom(const OpCall& c, const Shape& x, const Shape& w) {
 ConvGeometry pool_geom(const OpCall& c, const Shape& x) {
   return detail::pool_geometry(x, c.attr_ints("ksize"), c.attr_ints("strides"), c.attr_string("padding"));
 }
+// max_pool's and max_pool_grad's geometry, whose padding may be EXPLICIT.
+ConvGeometry max_pool_geom(const OpCall& c) {
+  return detail::pool_geometry(c.in(0).shape(), c.attr_ints("ksize"), c.attr_ints("strides"), c.attr_string("padding"),
+                               c.attr_ints("explicit_paddings"));
+}
 
 // --- conv2d --- x [n,h,w,c_in], w [kh,kw,c_in/g,c_out] -> y [n,oh,ow,c_out]
 void ref_conv2d(const OpCall& c, TensorList& out) {
@@ -91,7 +96,7 @@ int64_t first_max(const T* x, const std::vector<int64_t>& cells) {
 
 // --- max_pool --- x [n,h,w,c] -> [n,oh,ow,c]
 void ref_max_pool(const OpCall& c, TensorList& out) {
-  const ConvGeometry g = pool_geom(c, c.in(0).shape());
+  const ConvGeometry g = max_pool_geom(c);
   DF_DISPATCH_NUMERIC(c.in(0).dtype(), c.name(), [&] {
     const scalar_t* x = c.in(0).data<scalar_t>();
     scalar_t* y = out[0].data<scalar_t>();
@@ -101,7 +106,7 @@ void ref_max_pool(const OpCall& c, TensorList& out) {
 
 // --- max_pool_grad --- x, y, dy [n,oh,ow,c] -> dx [n,h,w,c]
 void ref_max_pool_grad(const OpCall& c, TensorList& out) {
-  const ConvGeometry g = pool_geom(c, c.in(0).shape());
+  const ConvGeometry g = max_pool_geom(c);
   DF_DISPATCH_FLOAT(c.in(0).dtype(), c.name(), [&] {
     const scalar_t *x = c.in(0).data<scalar_t>(), *dy = c.in(2).data<scalar_t>();
     std::vector<double> acc(size_t(out[0].size()), 0.0);

@@ -61,7 +61,8 @@ void ref_fused_matmul(const OpCall& c, TensorList& out) {
 }
 
 // --- fused_conv2d --- the reference conv2d's loop (double accumulation) over the explicitly
-// padded geometry, + bias, then the activation in the compute type, as the unfused ops do.
+// padded geometry, + bias, + summand, then the activation in the compute type, each step
+// rounded as the unfused ops round it.
 template <class T> T conv_activate(const std::string& act, T z, double alpha, double lo, double hi) {
   if (act == "relu6") return fn::Minimum::f(T(6), z < 0 ? T(0) : z);  // relu6's composite: min(6, relu(z))
   if (act == "clip") return fn::Minimum::f(fn::Maximum::f(z, T(lo)), T(hi));
@@ -74,19 +75,21 @@ void ref_fused_conv2d(const OpCall& c, TensorList& out) {
   const detail::ConvGeometry g =
       detail::conv_geometry(c.in(0).shape(), c.in(1).shape(), c.attr_ints("strides"), c.attr_string("padding"),
                             c.attr_ints("dilations"), c.attr_ints("explicit_paddings"));
-  const bool has_bias = c.attr_bool("has_bias");
+  const bool has_bias = c.attr_bool("has_bias"), has_summand = c.attr_bool("has_summand");
   const std::string& act = c.attr_string("activation");
   const double alpha = c.attr_float("alpha"), lo = c.attr_float("clip_min"), hi = c.attr_float("clip_max");
   DF_DISPATCH_FLOAT(c.in(0).dtype(), c.name(), [&] {
     using CT = compute_t<scalar_t>;
     const scalar_t *x = c.in(0).data<scalar_t>(), *w = c.in(1).data<scalar_t>();
     const scalar_t* bias = has_bias ? c.in(2).data<scalar_t>() : nullptr;
+    const scalar_t* sum = has_summand ? c.in(c.num_inputs() - 1).data<scalar_t>() : nullptr;
     scalar_t* y = out[0].data<scalar_t>();
     std::vector<double> acc(size_t(out[0].size()), 0.0);
     for_each_tap(g, [&](int64_t xo, int64_t wo, int64_t yo) { acc[yo] += double(CT(x[xo])) * double(CT(w[wo])); });
     for (size_t i = 0; i < acc.size(); ++i) {
       CT z = CT(acc[i]);  // rounded once, as conv2d's output
       if (bias) z = z + CT(bias[int64_t(i) % g.co]);
+      if (sum) z = z + CT(sum[i]);  // rounded again, as the add of the unfused graph
       y[i] = scalar_t(conv_activate<CT>(act, z, alpha, lo, hi));
     }
   });
