@@ -115,6 +115,29 @@ bool small_matmul(const Tensor& a, const Tensor& b, const float* bias, Tensor& o
   return true;
 }
 
+// A few rows of a times a transposed b ([n, k], rows contiguous: a classifier's Gemm with
+// transB at batch 1): each b row is read once, from memory, for all of a's rows, with the
+// bias and relu applied as the dot products finish. dnnl_sgemm's m = 1 path reads a weight
+// matrix that is not in cache at under half this loop's rate (cold 2 MB: 81 vs 34 us on
+// 2 threads). Each output is one thread's fixed-order sum: thread-count independent.
+constexpr int64_t kGemvMaxRows = 8;
+void gemv_rows(const float* a, const float* b, const float* bias, float* o, int64_t m, int64_t n, int64_t k,
+               int act) {
+  parallel_for(n, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(k * m, 1)), [&](int64_t j0, int64_t j1) {
+    for (int64_t j = j0; j < j1; ++j) {
+      const float* w = b + j * k;
+      for (int64_t i = 0; i < m; ++i) {
+        const float* x = a + i * k;
+        float s = 0.f;
+#pragma omp simd reduction(+ : s)
+        for (int64_t q = 0; q < k; ++q) s += x[q] * w[q];
+        if (bias) s += bias[j];
+        o[i * n + j] = act == 1 && s < 0 ? 0.f : s;
+      }
+    }
+  });
+}
+
 void cpu_fused_matmul(const OpCall& c, TensorList& out) {
   const Tensor &a = c.in(0), &b = c.in(1);
   Tensor& o = out[0];
@@ -139,6 +162,11 @@ void cpu_fused_matmul(const OpCall& c, TensorList& out) {
     return;
   }
   // ad has two dims exactly when a is not transposed and its batch dims fold into rows.
+  if (ad.size() == 2 && act <= 1 && tb && ad[0] <= kGemvMaxRows) {
+    gemv_rows(a.data<float>(), b.data<float>(), has_bias ? c.in(2).data<float>() : nullptr, o.data<float>(), ad[0], n,
+              k, act);
+    return;
+  }
   if (ad.size() == 2 && act <= 1 && small_matmul(a, b, has_bias ? c.in(2).data<float>() : nullptr, o, ad[0], tb, act))
     return;
   std::vector<int64_t> key{int64_t(ad.size()), ta, tb, has_bias, act};
