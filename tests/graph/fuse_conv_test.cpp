@@ -168,7 +168,9 @@ TEST(FuseConv, LeakyReluAndEluInTheirWhereForms) {
     EXPECT_EQ(attr<std::string>(*f, "activation"), want_act) << what;
     if (!want_act.empty()) {
       EXPECT_EQ(g->num_nodes(), 4) << what << "\n" << g->to_string();  // x, filter, bias, fused
-      if (want_act == "leaky_relu") EXPECT_NEAR(attr<double>(*f, "alpha"), 0.3, 1e-7) << what;  // the float32 constant
+      if (want_act == "leaky_relu") {
+        EXPECT_NEAR(attr<double>(*f, "alpha"), 0.3, 1e-7) << what;  // the float32 constant
+      }
     }
     expect_close(want, call_graph(*g, {x})[0], 1e-5, what);
   }
@@ -212,7 +214,9 @@ TEST(FuseConv, LeavesAloneWhatItCannotFuse) {
   });
   EXPECT_EQ(fuse_conv(*crossed), 2);
   for (const Node& n : crossed->nodes())
-    if (n.op == OpId::FusedConv2D) EXPECT_EQ(attr<std::string>(n, "activation"), "");
+    if (n.op == OpId::FusedConv2D) {
+      EXPECT_EQ(attr<std::string>(n, "activation"), "");
+    }
 }
 
 TEST(FuseConv, KeptValuesStayFetchable) {
