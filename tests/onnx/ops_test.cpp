@@ -204,7 +204,8 @@ TEST(OnnxOps, MaxPoolPadsAreExplicitPaddingWithoutAPadNode) {
   EXPECT_THAT(n.run()[0].to_vector<float>(), ElementsAreArray({-95.f, -93.f, -87.f, -85.f}));
   std::string bytes;
   n.m.SerializeToString(&bytes);
-  const Graph& g = deepflow::onnx::import_model_from_bytes(bytes).concrete_function().graph();
+  const auto model = deepflow::onnx::import_model_from_bytes(bytes);  // owns the graph below
+  const Graph& g = model.concrete_function().graph();
   int pads = 0, pools = 0;
   for (const Node& node : g.nodes()) {
     pads += node.op == OpId::Pad;
