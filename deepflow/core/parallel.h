@@ -16,6 +16,19 @@ inline constexpr int64_t kParallelGrain = 32768;
 /// Threads intra-op kernels use (OMP_NUM_THREADS, default: the cores).
 inline int intra_op_threads() { return omp_get_max_threads(); }
 
+/// Sets this thread's intra-op team size for the scope and restores it after (also when
+/// an exception leaves the scope). OpenMP's setting is per thread: other threads keep theirs.
+class ScopedIntraOpThreads {
+ public:
+  explicit ScopedIntraOpThreads(int threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(threads); }
+  ~ScopedIntraOpThreads() { omp_set_num_threads(saved_); }
+  ScopedIntraOpThreads(const ScopedIntraOpThreads&) = delete;
+  ScopedIntraOpThreads& operator=(const ScopedIntraOpThreads&) = delete;
+
+ private:
+  int saved_;
+};
+
 /// Calls f(begin, end) on disjoint chunks covering [0, n), in parallel when n > grain.
 /// Chunks are static, so results do not depend on scheduling.
 template <class F>

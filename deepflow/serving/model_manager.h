@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -81,12 +82,11 @@ ServerConfig single_model(const std::string& name, const std::string& base_path)
 
 // --- servables ---
 
-/// How many OpenMP threads each signature's small requests run with, decided by warm_up
-/// (deepflow/serving/warmup.h) before the version becomes available and read-only after.
+/// Which signatures run one-row requests on the request's own thread (an OpenMP team of
+/// one), decided by warm_up (deepflow/serving/warmup.h) before the version becomes
+/// available and read-only after; other requests and signatures use the caller's team.
 struct ThreadPlan {
-  /// signature key -> requests of at most this many rows run on the request's own thread
-  /// (an OpenMP team of one); other requests and signatures use the caller's team.
-  std::map<std::string, int64_t> single_thread_rows;
+  std::set<std::string> single_thread_signatures;
 };
 
 /// One loaded version. Shared by the manager and in-flight requests.

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "deepflow/serving/predict.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <set>
 #include <sstream>
 
+#include "deepflow/core/parallel.h"
 #include "deepflow/serving/tensor_proto.h"
 #include "example.pb.h"
 
@@ -260,23 +259,12 @@ const Tensor& batch_output(const char* where, const std::map<std::string, Tensor
 std::map<std::string, Tensor> run_signature_directly(const ServableHandle& servable, const std::string& key,
                                                      const std::map<std::string, Tensor>& inputs) {
   const Servable& s = *require(servable, "[predict]");
-  const auto& single = s.threads->single_thread_rows;
-  auto it = single.find(key);
-  if (it == single.end() || request_rows(inputs) > it->second || omp_get_max_threads() == 1)
+  if (request_rows(inputs) > 1 || !s.threads->single_thread_signatures.count(key))
     return s.model.signature(key)(inputs);
-  // Waking the other members of an OpenMP team costs more than a small model's whole run
-  // (~70 us for an 11 us matmul on 2 cores): warm_up measured this signature faster alone.
-  // The setting is this thread's own, restored after the call.
-  const int team = omp_get_max_threads();
-  omp_set_num_threads(1);
-  try {
-    auto out = s.model.signature(key)(inputs);
-    omp_set_num_threads(team);
-    return out;
-  } catch (...) {
-    omp_set_num_threads(team);
-    throw;
-  }
+  // warm_up found this signature's one-row run short or no slower alone: a team's other
+  // members would spin after each parallel region on cores the server needs.
+  ScopedIntraOpThreads alone(1);
+  return s.model.signature(key)(inputs);
 }
 
 int64_t request_rows(const std::map<std::string, Tensor>& inputs) {

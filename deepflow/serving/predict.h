@@ -26,8 +26,8 @@ using SignatureRunner = std::function<std::map<std::string, Tensor>(
     const ServableHandle& servable, const std::string& signature_key,
     const std::map<std::string, Tensor>& inputs)>;
 
-/// Calls servable->model.signature(key)(inputs); on the calling thread alone (an OpenMP
-/// team of one) when servable->threads says so for this signature and request size.
+/// Calls servable->model.signature(key)(inputs); a one-row request to a signature in
+/// servable->threads runs on the calling thread alone (an OpenMP team of one).
 std::map<std::string, Tensor> run_signature_directly(const ServableHandle& servable, const std::string& key,
                                                      const std::map<std::string, Tensor>& inputs);
 

@@ -126,7 +126,7 @@ void ModelServer::start() {
                   << " skipped " << skipped << "\n";
       for (const std::string& key : stats.single_threaded)
         std::cerr << "deepflow serve: " << servable.name << " version " << servable.version << ": signature '" << key
-                  << "' runs one-row requests on one thread (as fast as a team at warmup)\n";
+                  << "' runs one-row requests on one thread (short or no slower alone at warmup)\n";
     };
   }
   mo.on_event = [metrics = &s.metrics](const ManagerEvent& e) {

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "deepflow/serving/warmup.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -11,6 +9,7 @@
 #include <optional>
 #include <thread>
 
+#include "deepflow/core/parallel.h"
 #include "deepflow/data/tfrecord.h"
 #include "deepflow/serving/predict.h"
 #include "deepflow/serving/tensor_proto.h"
@@ -170,7 +169,7 @@ void plan_threads(const Servable& servable, WarmupStats& stats) {
   constexpr auto kIdle = std::chrono::milliseconds(3);  // past libgomp's spin before sleeping
   constexpr double kShortMicros = 50;
   constexpr double kMaxTeamMicros = 2000;  // larger models keep their team: no need to time
-  const int team = omp_get_max_threads();
+  const int team = intra_op_threads();
   if (team == 1) return;
   for (const std::string& key : servable.model.signature_keys()) {
     const io::LoadedSignature& sig = servable.model.signature(key);
@@ -182,13 +181,11 @@ void plan_threads(const Servable& servable, WarmupStats& stats) {
     }
     if (!numeric || inputs.empty()) continue;
     auto time_with = [&](int threads) {
-      omp_set_num_threads(threads);
+      ScopedIntraOpThreads scope(threads);
       std::this_thread::sleep_for(kIdle);
       const auto t0 = Clock::now();
       sig(inputs);
-      const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-      omp_set_num_threads(team);
-      return us;
+      return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     };
     try {
       time_with(1);  // the first one-thread run may build kernels for that team size
@@ -202,10 +199,10 @@ void plan_threads(const Servable& servable, WarmupStats& stats) {
       std::sort(alone.begin(), alone.end());
       std::sort(together.begin(), together.end());
       if (alone[kRuns / 2] > 1.1 * together[kRuns / 2] && alone[kRuns / 2] > kShortMicros) continue;
-      servable.threads->single_thread_rows[key] = 1;
+      servable.threads->single_thread_signatures.insert(key);
       stats.single_threaded.push_back(key);
     } catch (const std::exception&) {
-      omp_set_num_threads(team);  // zeros are not a valid input here: keep the team
+      // zeros are not a valid input here: keep the team
     }
   }
 }

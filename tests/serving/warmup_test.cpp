@@ -179,17 +179,17 @@ TEST(ServingWarmup, ThreadPlanRunsSmallRequestsAlone) {
   testing::TempDir tmp;
   ServableHandle h = std::make_shared<Servable>(load(testing::save_dense(tmp.path(), 1, 16, 8), "dense"));
   EXPECT_TRUE(warm_up(*h, {.plan_threads = false}).single_threaded.empty());
-  EXPECT_TRUE(h->threads->single_thread_rows.empty());
+  EXPECT_TRUE(h->threads->single_thread_signatures.empty());
   WarmupStats stats = warm_up(*h);
-  for (const std::string& key : stats.single_threaded) EXPECT_EQ(h->threads->single_thread_rows.at(key), 1);
-  EXPECT_EQ(stats.single_threaded.size(), h->threads->single_thread_rows.size());
+  for (const std::string& key : stats.single_threaded) EXPECT_EQ(h->threads->single_thread_signatures.count(key), 1u);
+  EXPECT_EQ(stats.single_threaded.size(), h->threads->single_thread_signatures.size());
   if (omp_get_max_threads() == 1) EXPECT_TRUE(stats.single_threaded.empty());
 
   Tensor x = random_normal({1, 16});
   Tensor x3 = random_normal({3, 16});
-  h->threads->single_thread_rows.clear();
+  h->threads->single_thread_signatures.clear();
   auto team = run_signature_directly(h, "serving_default", {{"x", x}}).at("y");
-  h->threads->single_thread_rows["serving_default"] = 1;
+  h->threads->single_thread_signatures.insert("serving_default");
   const int before = omp_get_max_threads();
   auto alone = run_signature_directly(h, "serving_default", {{"x", x}}).at("y");
   EXPECT_EQ(omp_get_max_threads(), before);
