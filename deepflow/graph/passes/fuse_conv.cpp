@@ -359,21 +359,6 @@ bool same_shape_at_run_time(const Graph& g, BatchOrigin& origin, ValueRef a, Val
   return ta.shape.rank() == 0 || ta.shape[0] >= 0 || origin.of(a) == origin.of(b);
 }
 
-// Whether value v is computed from node `target` (through data or control edges).
-bool depends_on(const Graph& g, ValueRef v, int target) {
-  std::vector<char> seen(size_t(g.num_nodes()), 0);
-  std::vector<int> stack{v.node};
-  while (!stack.empty()) {
-    const int n = stack.back();
-    stack.pop_back();
-    if (n == target) return true;
-    if (seen[size_t(n)]++) continue;
-    for (ValueRef in : g.node(n).inputs) stack.push_back(in.node);
-    for (int c : g.node(n).control_inputs) stack.push_back(c);
-  }
-  return false;
-}
-
 // add(fused_conv2d without activation or summand, s) [+ activation] -> fused_conv2d with
 // summand s, where the conv's result has no other user and s has its shape (no broadcast).
 int fuse_residual_adds(Graph& g, std::vector<ValueRef>* keep) {
@@ -392,8 +377,8 @@ int fuse_residual_adds(Graph& g, std::vector<ValueRef>* keep) {
         add.outputs[0] != conv.outputs[0])
       continue;
     const ValueRef self{fc, 0}, summand = add.inputs[0] == self ? add.inputs[1] : add.inputs[0];
-    // The single use makes a cycle through the summand impossible; the walk checks it anyway.
-    if (!same_shape_at_run_time(g, origin, self, summand) || depends_on(g, summand, fc)) continue;
+    // The summand cannot depend on the conv: the add is the conv's only user, data or control.
+    if (!same_shape_at_run_time(g, origin, self, summand)) continue;
     const Activation act = match_activation(g, uses, a);
     const int root = act.nodes.empty() ? a : act.nodes.back();
     Node f;
