@@ -25,8 +25,6 @@ struct Status {
   bool ok() const { return code == Code::Ok; }
 };
 
-Status to_grpc(Code code, const std::string& message) { return {code, message}; }
-
 using RunFn = std::map<std::string, Tensor>(const ServableHandle&, const std::string&,
                                               const std::map<std::string, Tensor>&);
 
@@ -250,7 +248,7 @@ struct GrpcServer::Impl {
   }
 
   Status MultiInference(const pb::MultiInferenceRequest*, pb::MultiInferenceResponse*) {
-    return to_grpc(Code::Unimplemented, "[MultiInference] not implemented by deepflow serve; use Classify or Regress");
+    return Status{Code::Unimplemented, "[MultiInference] not implemented by deepflow serve; use Classify or Regress"};
   }
 
   Status GetModelMetadata(const pb::GetModelMetadataRequest* request, pb::GetModelMetadataResponse* response) {
@@ -301,7 +299,7 @@ struct GrpcServer::Impl {
 
   Status HandleReloadConfigRequest(const pb::ReloadConfigRequest* request, pb::ReloadConfigResponse* response) {
     if (!reload) {
-      return to_grpc(Code::Unimplemented, "[HandleReloadConfigRequest] this server does not accept config reloads");
+      return Status{Code::Unimplemented, "[HandleReloadConfigRequest] this server does not accept config reloads"};
     }
     Status status = serve(nullptr, "", [&]() -> int64_t {
       reload(reload_config_from_proto(request->config()));
@@ -323,7 +321,7 @@ void GrpcServer::start() {
   std::lock_guard lock(impl_->mutex);
   if (impl_->server) throw ServingError(Code::FailedPrecondition, "[GrpcServer::start] already started");
   // Our own HTTP/2 transport (h2_server.h) rather than grpc++'s server: grpc++ 1.51 spent
-  // about 88 us of server CPU per unary call, against a few for this one.
+  // about 88 us of server CPU per empty unary call, this one 12-33 us (bench/serving/grpc_bench).
   H2ServerOptions options{.address = impl_->options.address,
                           .max_message_bytes = impl_->options.max_message_bytes > 0
                                                    ? size_t(impl_->options.max_message_bytes)
