@@ -31,6 +31,16 @@ DF_OP_CASES(reduce) {
        .gradcheck = false},
       {.name = "reduce_sum/large-middle", .op = "reduce_sum", .inputs = {in({3, 2000, 100}, 0.5, 1.5)},
        .attrs = red({1}), .gradcheck = false},
+      // Global pools: the middle axes of [n, h, w, c] (c over 1024: two equal blocks), and
+      // [n, c, h, w]'s last two (short rows: 8-wide steps and a masked last load).
+      {.name = "reduce_sum/nhwc-spatial", .op = "reduce_sum", .inputs = {in({3, 5, 7, 1100})},
+       .attrs = red({1, 2}, true), .gradcheck = false},
+      {.name = "reduce_sum/nhwc-spatial-small", .op = "reduce_sum", .inputs = {in({2, 3, 5, 19})},
+       .attrs = red({1, 2})},
+      {.name = "reduce_sum/nchw-spatial", .op = "reduce_sum", .inputs = {in({3, 11, 7, 7})}, .attrs = red({2, 3}, true),
+       .dtypes = all_float, .gradcheck = false},
+      {.name = "reduce_sum/nchw-spatial-small", .op = "reduce_sum", .inputs = {in({2, 3, 3, 3})}, .attrs = red({2, 3})},
+      {.name = "reduce_sum/rows-41", .op = "reduce_sum", .inputs = {in({4, 41})}, .attrs = red({1})},
       {.name = "reduce_sum/int", .op = "reduce_sum", .inputs = {in_int({3, 4}, -5, 5)}, .attrs = red({1}),
        .gradcheck = false},
       {.name = "reduce_sum/int8-wraps", .op = "reduce_sum", .inputs = {in_int({4, 9}, 100, 127, DType::Int8)},
@@ -52,6 +62,11 @@ DF_OP_CASES(reduce) {
       {.name = "reduce_min/rows", .op = "reduce_min", .inputs = {in({4, 6})}, .attrs = red({-1}), .dtypes = all_float},
       {.name = "reduce_min/cols", .op = "reduce_min", .inputs = {in({7, 3})}, .attrs = red({0})},
       {.name = "reduce_min/strided-pattern", .op = "reduce_min", .inputs = {in({3, 2, 4})}, .attrs = red({0, 2})},
+      {.name = "reduce_max/nchw-spatial", .op = "reduce_max", .inputs = {in({3, 5, 7, 7})}, .attrs = red({2, 3}),
+       .dtypes = all_float, .gradcheck = false},
+      {.name = "reduce_min/short-rows", .op = "reduce_min", .inputs = {in({6, 5})}, .attrs = red({1})},
+      {.name = "reduce_min/rows-77", .op = "reduce_min", .inputs = {in({3, 77})}, .attrs = red({1}),
+       .gradcheck = false},
       {.name = "reduce_min/int", .op = "reduce_min", .inputs = {in_int({5}, -9, 9)}, .gradcheck = false},
       // reduce_prod: the gradient is checked with zeros present too (prod is a polynomial).
       {.name = "reduce_prod/rows", .op = "reduce_prod", .inputs = {in_away({3, 4}, 0.5, 1.5)}, .attrs = red({1}),

@@ -3,8 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include <omp.h>
 
@@ -63,6 +65,22 @@ TEST(Reduce, MaxPropagatesNan) {
   Tensor x = constant({1.f, std::nanf(""), 3.f});
   EXPECT_TRUE(std::isnan(reduce_max(x).item<float>()));
   EXPECT_TRUE(std::isnan(reduce_min(x).item<float>()));
+}
+
+// Row i of 77 has its NaN at column i: in the 32-wide part, the 8-wide steps and the masked
+// last load of the vector row fold; the last row has none.
+TEST(Reduce, MaxMinPropagateNanAtEveryPositionOfARow) {
+  constexpr int64_t kCols = 77;
+  std::vector<float> v(size_t((kCols + 1) * kCols));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(int(i * 37 % 101) - 50);
+  for (int64_t r = 0; r < kCols; ++r) v[size_t(r * kCols + r)] = std::nanf("");
+  Tensor x = constant(v, {kCols + 1, kCols});
+  const float* last = v.data() + kCols * kCols;
+  for (bool is_max : {true, false}) {
+    std::vector<float> got = (is_max ? reduce_max(x, {1}) : reduce_min(x, {1})).to_vector<float>();
+    for (int64_t r = 0; r < kCols; ++r) EXPECT_TRUE(std::isnan(got[size_t(r)])) << "row " << r << " max " << is_max;
+    EXPECT_EQ(got[kCols], is_max ? *std::max_element(last, last + kCols) : *std::min_element(last, last + kCols));
+  }
 }
 
 TEST(Reduce, LargeSumIsIndependentOfThreads) {
