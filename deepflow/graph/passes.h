@@ -47,6 +47,7 @@ struct PassOptions {
   bool fuse_elementwise = true;
   bool sink_transposes = true;
   bool fuse_conv = true;
+  bool fuse_conv_chain = true;
   /// Constant folding leaves nodes whose outputs exceed this many elements (together) alone.
   int64_t max_folded_elements = 1 << 20;
 };
@@ -109,6 +110,15 @@ int sink_transposes(Graph& g, std::vector<ValueRef>* keep = nullptr);
 /// followed by one of those activations, becomes the fused_conv2d with that value as its
 /// summand (of two fused convs, the first in topological order takes the other).
 int fuse_conv(Graph& g, std::vector<ValueRef>* keep = nullptr);
+/// Float32 fused_conv2d nodes with constant filters that feed only each other (as input or
+/// summand), with one value from outside and one result used outside, become one
+/// fused_conv_chain (at least two layers; the last in topological order gives the result).
+/// A transpose NCHW -> NHWC in front (used only by the chain) is absorbed as data_format NCHW,
+/// and one NHWC -> NCHW behind it (its result's only user) as output_format NCHW.
+int fuse_conv_chain(Graph& g, std::vector<ValueRef>* keep = nullptr);
+/// The inverse: each fused_conv_chain becomes its fused_conv2d nodes again (ONNX export
+/// writes those). Returns the number of chains expanded.
+int expand_conv_chains(Graph& g);
 
 // --- the fused primitives (ops/fused.cpp), also callable directly ---
 
@@ -134,6 +144,24 @@ struct FusedConvOptions {
 };
 Tensor fused_conv2d(const Tensor& input, const Tensor& filters, const Tensor& bias = Tensor(),
                     const FusedConvOptions& options = {}, const Tensor& summand = Tensor());
+/// One layer of fused_conv_chain: a fused_conv2d of value `src` with these filters, bias
+/// (or undefined) and options, plus value `summand` when it is >= 0. Value 0 is the chain's
+/// input (as NHWC), value k >= 1 the result of layer k - 1; a layer reads only values before it.
+struct ConvChainLayer {
+  int src = 0;
+  int summand = -1;
+  Tensor filters, bias;
+  FusedConvOptions options;
+};
+/// A chain of fused_conv2d layers run as one op, so that the CPU kernel keeps the values
+/// between layers in oneDNN's blocked layout (and skips the per-op dispatch). input [n, h, w,
+/// c] (data_format "NHWC") or [n, c, h, w] ("NCHW": read in place of a transpose to NHWC)
+/// -> the last layer's result [n, oh, ow, c_out] (output_format "NHWC") or [n, c_out, oh,
+/// ow] ("NCHW"). Each layer's shapes follow fused_conv2d's contract. The filters must not
+/// change between calls (the kernel caches their reordered copies, as for constant_filter).
+/// The fuse_conv_chain pass makes it.
+Tensor fused_conv_chain(const Tensor& input, const std::vector<ConvChainLayer>& layers,
+                        const std::string& data_format = "NHWC", const std::string& output_format = "NHWC");
 /// Evaluates a postfix program (deepflow/graph/passes/program.h) elementwise over inputs.
 Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& program);
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "deepflow/core/error.h"
+#include "deepflow/graph/passes.h"
 #include "deepflow/keras/model.h"
 #include "deepflow/onnx/export_internal.h"
 #include "deepflow/onnx/op_importer.h"
@@ -269,6 +270,11 @@ void check(::onnx::ModelProto& m) {
 }
 
 std::string build_model(const Graph& g, const ExportOptions& o) {
+  if (std::any_of(g.nodes().begin(), g.nodes().end(), [](const Node& n) { return n.op == OpId::FusedConvChain; })) {
+    Graph convs(g);  // ONNX has no conv chain: write its layers
+    expand_conv_chains(convs);
+    return build_model(convs, o);
+  }
   DF_CHECK(o.opset >= 13 && o.opset <= 17, "[onnx::export] opset ", o.opset, " is not supported (13 to 17)");
   const size_t n_in = g.inputs.size(), n_out = g.outputs.size();
   DF_CHECK(o.input_names.empty() || o.input_names.size() == n_in, "[onnx::export] the graph takes ", n_in,

@@ -57,7 +57,7 @@
   X(Send, "send") X(Recv, "recv")                                                        \
   /* fused kernels made by graph passes: ops/fused.cpp */                                \
   X(FusedMatMul, "fused_matmul") X(FusedElementwise, "fused_elementwise")                \
-  X(FusedConv2D, "fused_conv2d")                                                         \
+  X(FusedConv2D, "fused_conv2d") X(FusedConvChain, "fused_conv_chain")                 \
   /* random number generation: ops/random.cpp */                                        \
   X(RandomUniform, "random_uniform") X(RandomNormal, "random_normal")                   \
   X(TruncatedNormal, "truncated_normal")                                                \

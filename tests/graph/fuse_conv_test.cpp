@@ -136,7 +136,7 @@ TEST(FuseConv, DepthwiseRelu6AndSigmoidThroughOptimize) {
   });
   Tensor x = rnd({2, 6, 6, 4}, -2, 2, 11);
   const Tensor want = call_graph(*g, {x})[0];
-  auto opt = optimize(*g);
+  auto opt = optimize(*g, {.fuse_conv_chain = false});  // conv_chain_test.cpp tests the chains
   EXPECT_EQ(count_op(*opt, OpId::FusedConv2D), 2) << opt->to_string();
   EXPECT_EQ(count_op(*opt, OpId::Conv2D) + count_op(*opt, OpId::FusedElementwise), 0) << opt->to_string();
   std::vector<std::string> acts;
@@ -283,7 +283,7 @@ TEST(FuseConv, ResidualAddsBecomeTheSummand) {
   });
   Tensor x = rnd({2, 8, 8, 8}, -1, 1, 42);
   const Tensor want = call_graph(*g, {x})[0];
-  auto opt = optimize(*g);
+  auto opt = optimize(*g, {.fuse_conv_chain = false});
   EXPECT_EQ(count_op(*opt, OpId::FusedConv2D), 6) << opt->to_string();
   EXPECT_EQ(count_op(*opt, OpId::Add) + count_op(*opt, OpId::Relu) + count_op(*opt, OpId::FusedElementwise), 0)
       << opt->to_string();

@@ -228,7 +228,7 @@ TensorType f32(const Shape& s) { return {DType::Float32, s}; }
 
 std::vector<Case> cases() {
   static Variable w(rnd({4, 3}, 1), "w"), b(rnd({3}, 2), "b");
-  static Tensor k33(rnd({3, 3, 3, 4}, 3)), kg(rnd({3, 3, 2, 4}, 4)), kd(rnd({3, 3, 4, 2}, 5)), kt(rnd({3, 3, 2, 3}, 6));
+  static Tensor k33(rnd({3, 3, 3, 4}, 3)), kg(rnd({3, 3, 2, 4}, 4)), kd(rnd({3, 3, 4, 2}, 5)), kt(rnd({3, 3, 2, 3}, 6)), k84(rnd({1, 1, 8, 4}, 16));
   static Tensor scale(pos({3}, 7)), offset(rnd({3}, 8)), mean(rnd({3}, 9)), var(pos({3}, 10));
   Tensor img = rnd({2, 7, 7, 3}, 11), img4 = rnd({2, 6, 6, 4}, 12), m = rnd({2, 3, 4}, 13), mp = pos({2, 3, 4}, 14);
   std::vector<Case> c;
@@ -265,6 +265,9 @@ std::vector<Case> cases() {
   binary("conv2d_residual_relu",
          [](const Tensor& x, const Tensor& r) { return relu(conv2d(x, k33, {1, 1}, "SAME") + r); }, img,
          rnd({2, 7, 7, 4}, 15));
+  // fuse_conv_chain makes these convs one fused_conv_chain; the export writes its layers.
+  unary("conv_chain_inverted_residual",
+        [](const Tensor& x) { return x + conv2d(relu6(depthwise_conv2d(x, kd, {1, 1}, "SAME")), k84); }, img4);
   unary("max_pool_same", [](const Tensor& x) { return max_pool2d(x, {3, 3}, {2, 2}, "SAME"); }, img);
   unary("max_pool_explicit",
         [](const Tensor& x) { return max_pool2d(x - 5.0, {3, 3}, {2, 2}, "EXPLICIT", {1, 1, 0, 2}); }, img);
@@ -363,6 +366,22 @@ TEST(OnnxExport, ConvSummandIsAnAddBeforeTheActivation) {
   for (const auto& n : m.graph().node())
     if (n.op_type() != "Transpose") ops.push_back(n.op_type());
   EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "Add", "Relu"}));
+}
+
+TEST(OnnxExport, ConvChainIsWrittenAsItsConvs) {
+  const std::vector<Case> all = cases();
+  const auto c =
+      std::find_if(all.begin(), all.end(), [](const Case& k) { return k.name == "conv_chain_inverted_residual"; });
+  ASSERT_NE(c, all.end());
+  Function f(c->fn, FunctionOptions{.input_signature = c->sig});
+  int chains = 0;
+  for (const Node& n : f.get_concrete_function().optimized_graph().nodes()) chains += n.op == OpId::FusedConvChain;
+  EXPECT_EQ(chains, 1);
+  op::ModelProto m = parse(dfo::export_to_bytes(f.get_concrete_function()));
+  std::vector<std::string> ops;
+  for (const auto& n : m.graph().node())
+    if (n.op_type() != "Transpose") ops.push_back(n.op_type());
+  EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "Clip", "Conv", "Add"}));
 }
 
 TEST(OnnxExport, UnoptimizedGraphAndOpsets) {

@@ -24,6 +24,7 @@ std::shared_ptr<Graph> optimize(const Graph& g, const PassOptions& o, std::vecto
   if (o.fold_batch_norm && fold_batch_norm(h, keep) && o.cse) eliminate_common_subexpressions(h, keep);
   if (o.fuse_matmul) fuse_matmul(h, keep);
   if (o.fuse_conv) fuse_conv(h, keep);
+  if (o.fuse_conv_chain) fuse_conv_chain(h, keep);
   if (o.fuse_elementwise) fuse_elementwise(h, keep);
   if (o.dce) eliminate_dead_code(h, keep);
   return out;

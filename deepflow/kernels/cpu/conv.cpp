@@ -32,11 +32,123 @@
 #include <vector>
 
 #include "deepflow/core/parallel.h"
+#include "deepflow/kernels/cpu/onednn_conv.h"
 #include "deepflow/kernels/cpu/onednn_util.h"
 #include "deepflow/kernels/kernel.h"
 #include "deepflow/ops/conv.h"
 
 namespace deepflow {
+
+namespace onednn {
+
+namespace dn = dnnl;
+using detail::ConvGeometry;
+using Tag = dn::memory::format_tag;
+using DT = dn::memory::data_type;
+
+dn::memory::desc hwio_md(const ConvGeometry& g, DT dt) {
+  if (g.groups == 1) return dn::memory::desc({g.co, g.ci, g.kh, g.kw}, dt, Tag::hwio);
+  // Logical {G, O/G, I/G, KH, KW} over our [kh, kw, I/G, G * O/G] buffer.
+  const int64_t cig = g.ci / g.groups, cog = g.co / g.groups;
+  return dn::memory::desc({g.groups, cog, cig, g.kh, g.kw}, dt,
+                          dn::memory::dims{cog, 1, g.co, g.kw * cig * g.co, cig * g.co});
+}
+dn::memory::desc any_weights_md(const ConvGeometry& g, DT dt) {
+  if (g.groups == 1) return dn::memory::desc({g.co, g.ci, g.kh, g.kw}, dt, Tag::any);
+  return dn::memory::desc({g.groups, g.co / g.groups, g.ci / g.groups, g.kh, g.kw}, dt, Tag::any);
+}
+
+bool activation_post_op(const OpCall& c, dn::algorithm& alg, float& alpha, float& beta) {
+  const std::string& act = c.attr_string("activation");
+  alpha = beta = 0.f;
+  if (act.empty()) return false;
+  if (act == "relu") {
+    alg = dn::algorithm::eltwise_relu;
+  } else if (act == "leaky_relu") {
+    alg = dn::algorithm::eltwise_relu, alpha = float(c.attr_float("alpha"));
+  } else if (act == "relu6" || act == "clip") {
+    alg = dn::algorithm::eltwise_clip;
+    alpha = act == "clip" ? float(c.attr_float("clip_min")) : 0.f;
+    beta = act == "clip" ? float(c.attr_float("clip_max")) : 6.f;
+  } else if (act == "elu") {
+    alg = dn::algorithm::eltwise_elu, alpha = 1.f;
+  } else if (act == "sigmoid") {
+    alg = dn::algorithm::eltwise_logistic;
+  } else {
+    alg = dn::algorithm::eltwise_tanh;
+  }
+  return true;
+}
+
+namespace {
+// Reordered constant filters (see the file comment), at most kCapacityBytes of them.
+class FilterCache {
+ public:
+  static constexpr size_t kCapacityBytes = size_t(256) << 20;
+
+  // The filter in layout `want`, reordered by `reorder` on a miss.
+  Tensor get(const Tensor& filters, const dn::memory::desc& want, const dn::reorder& reorder,
+             const dn::memory::desc& user) {
+    const void* addr = filters.raw_data();
+    const std::shared_ptr<Storage>& storage = filters.impl_ptr()->storage;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto it = lru_.begin(); it != lru_.end(); ++it)
+        if (it->addr == addr && it->weights == want && it->storage.lock() == storage) {
+          lru_.splice(lru_.begin(), lru_, it);
+          return it->reordered;
+        }
+    }
+    Tensor out = scratch_tensor(want.get_size());  // slow: outside the lock
+    dn::memory src(user, cpu_engine(), filters.raw_data()), dst(want, cpu_engine(), out.raw_data());
+    reorder.execute(thread_stream(), src, dst);
+    thread_stream().wait();
+    std::lock_guard<std::mutex> lock(mu_);
+    // Entries of freed filters can never match again: drop them first.
+    for (auto it = lru_.begin(); it != lru_.end();) {
+      if (it->storage.expired()) {
+        bytes_ -= it->bytes;
+        it = lru_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    lru_.push_front({addr, want, storage, out, out.nbytes()});
+    bytes_ += out.nbytes();
+    while (bytes_ > kCapacityBytes && lru_.size() > 1) {
+      bytes_ -= lru_.back().bytes;
+      lru_.pop_back();
+    }
+    return out;
+  }
+
+ private:
+  struct Entry {
+    const void* addr;
+    dn::memory::desc weights;
+    std::weak_ptr<Storage> storage;
+    Tensor reordered;
+    size_t bytes;
+  };
+  std::mutex mu_;
+  std::list<Entry> lru_;  // a model has tens to hundreds of filters: a scan costs less than a run
+  size_t bytes_ = 0;
+};
+
+FilterCache& filter_cache() {
+  static auto* c = new FilterCache;  // never destroyed: kernels may run at exit
+  return *c;
+}
+
+}  // namespace
+
+Tensor constant_filter(const Tensor& filters, const dn::memory::desc& want, const dn::reorder& reorder,
+                       const dn::memory::desc& user) {
+  return filter_cache().get(filters, want, reorder, user);
+}
+
+}  // namespace onednn
+
 namespace {
 
 namespace dn = dnnl;
@@ -48,6 +160,9 @@ using onednn::cpu_engine;
 using onednn::scratch_tensor;
 using onednn::thread_stream;
 using onednn::user_scratchpad;
+using onednn::any_weights_md;
+using onednn::hwio_md;
+using onednn::activation_post_op;
 std::optional<DT> dnnl_type(DType t) { return onednn::data_type(t); }
 
 // A ready primitive: `weights` is the layout it wants for filters (conv only) and
@@ -77,17 +192,6 @@ dn::memory::desc act_md(int64_t n, int64_t h, int64_t w, int64_t c, DT dt) {
 }
 dn::memory::desc src_md(const ConvGeometry& g, DT dt) { return act_md(g.n, g.h, g.w, g.ci, dt); }
 dn::memory::desc dst_md(const ConvGeometry& g, DT dt) { return act_md(g.n, g.oh, g.ow, g.co, dt); }
-dn::memory::desc hwio_md(const ConvGeometry& g, DT dt) {
-  if (g.groups == 1) return dn::memory::desc({g.co, g.ci, g.kh, g.kw}, dt, Tag::hwio);
-  // Logical {G, O/G, I/G, KH, KW} over our [kh, kw, I/G, G * O/G] buffer.
-  const int64_t cig = g.ci / g.groups, cog = g.co / g.groups;
-  return dn::memory::desc({g.groups, cog, cig, g.kh, g.kw}, dt,
-                          dn::memory::dims{cog, 1, g.co, g.kw * cig * g.co, cig * g.co});
-}
-dn::memory::desc any_weights_md(const ConvGeometry& g, DT dt) {
-  if (g.groups == 1) return dn::memory::desc({g.co, g.ci, g.kh, g.kw}, dt, Tag::any);
-  return dn::memory::desc({g.groups, g.co / g.groups, g.ci / g.groups, g.kh, g.kw}, dt, Tag::any);
-}
 dn::memory::dims strides_of(const ConvGeometry& g) { return {g.sh, g.sw}; }
 dn::memory::dims dilations_of(const ConvGeometry& g) { return {g.dh - 1, g.dw - 1}; }  // oneDNN counts gaps
 dn::memory::dims pad_l(const ConvGeometry& g) { return {g.pad_top, g.pad_left}; }
@@ -207,92 +311,11 @@ void onednn_conv(const OpCall& c, TensorList& out) {
 
 // --- fused_conv2d ---
 
-// Reordered constant filters (see the file comment), at most kCapacityBytes of them.
-class FilterCache {
- public:
-  static constexpr size_t kCapacityBytes = size_t(256) << 20;
-
-  // The filter in layout `want`, reordered by `reorder` on a miss.
-  Tensor get(const Tensor& filters, const dn::memory::desc& want, const dn::reorder& reorder,
-             const dn::memory::desc& user) {
-    const void* addr = filters.raw_data();
-    const std::shared_ptr<Storage>& storage = filters.impl_ptr()->storage;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (auto it = lru_.begin(); it != lru_.end(); ++it)
-        if (it->addr == addr && it->weights == want && it->storage.lock() == storage) {
-          lru_.splice(lru_.begin(), lru_, it);
-          return it->reordered;
-        }
-    }
-    Tensor out = scratch_tensor(want.get_size());  // slow: outside the lock
-    dn::memory src(user, cpu_engine(), filters.raw_data()), dst(want, cpu_engine(), out.raw_data());
-    reorder.execute(thread_stream(), src, dst);
-    thread_stream().wait();
-    std::lock_guard<std::mutex> lock(mu_);
-    // Entries of freed filters can never match again: drop them first.
-    for (auto it = lru_.begin(); it != lru_.end();) {
-      if (it->storage.expired()) {
-        bytes_ -= it->bytes;
-        it = lru_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    lru_.push_front({addr, want, storage, out, out.nbytes()});
-    bytes_ += out.nbytes();
-    while (bytes_ > kCapacityBytes && lru_.size() > 1) {
-      bytes_ -= lru_.back().bytes;
-      lru_.pop_back();
-    }
-    return out;
-  }
-
- private:
-  struct Entry {
-    const void* addr;
-    dn::memory::desc weights;
-    std::weak_ptr<Storage> storage;
-    Tensor reordered;
-    size_t bytes;
-  };
-  std::mutex mu_;
-  std::list<Entry> lru_;  // a model has tens to hundreds of filters: a scan costs less than a run
-  size_t bytes_ = 0;
-};
-
-FilterCache& filter_cache() {
-  static auto* c = new FilterCache;  // never destroyed: kernels may run at exit
-  return *c;
-}
-
 ConvGeometry fused_geometry(const OpCall& c) {
   return detail::conv_geometry(c.in(0).shape(), c.in(1).shape(), c.attr_ints("strides"), c.attr_string("padding"),
                                c.attr_ints("dilations"), c.attr_ints("explicit_paddings"));
 }
 
-// The eltwise post-op of an activation: {algorithm, alpha, beta}; false for none.
-bool activation_post_op(const OpCall& c, dn::algorithm& alg, float& alpha, float& beta) {
-  const std::string& act = c.attr_string("activation");
-  alpha = beta = 0.f;
-  if (act.empty()) return false;
-  if (act == "relu") {
-    alg = dn::algorithm::eltwise_relu;
-  } else if (act == "leaky_relu") {
-    alg = dn::algorithm::eltwise_relu, alpha = float(c.attr_float("alpha"));
-  } else if (act == "relu6" || act == "clip") {
-    alg = dn::algorithm::eltwise_clip;
-    alpha = act == "clip" ? float(c.attr_float("clip_min")) : 0.f;
-    beta = act == "clip" ? float(c.attr_float("clip_max")) : 6.f;
-  } else if (act == "elu") {
-    alg = dn::algorithm::eltwise_elu, alpha = 1.f;
-  } else if (act == "sigmoid") {
-    alg = dn::algorithm::eltwise_logistic;
-  } else {
-    alg = dn::algorithm::eltwise_tanh;
-  }
-  return true;
-}
 
 PrimPtr fused_prim(const OpCall& c) {
   if (c.in(0).dtype() != DType::Float32 || has_empty(c)) return nullptr;
@@ -333,7 +356,7 @@ void onednn_fused_conv(const OpCall& c, TensorList& out) {
   Tensor w_buf;
   dn::memory w(user, eng, filters.raw_data());
   if (p->reorder && c.attr_bool("constant_filter")) {
-    w_buf = filter_cache().get(filters, p->weights, *p->reorder, user);
+    w_buf = onednn::constant_filter(filters, p->weights, *p->reorder, user);
     w = dn::memory(p->weights, eng, w_buf.raw_data());
   } else if (p->reorder) {
     w_buf = scratch_tensor(p->weights.get_size());

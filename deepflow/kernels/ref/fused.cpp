@@ -2,6 +2,7 @@
 // Reference kernels of the fused primitives: the parts composed one element at a time with
 // the reference kernels' formulas (the oracle the fused CPU kernels are tested against).
 #include <cmath>
+#include <cstring>
 #include <numbers>
 #include <type_traits>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "deepflow/kernels/ref/conv_taps.h"
 #include "deepflow/kernels/ref/ref_util.h"
 #include "deepflow/ops/conv.h"
+#include "deepflow/ops/conv_chain.h"
 
 namespace deepflow {
 namespace {
@@ -161,8 +163,38 @@ void ref_fused_elementwise(const OpCall& c, TensorList& out) {
 
 }  // namespace
 
+void ref::conv_chain_by_layers(const OpCall& c, TensorList& out, bool reference) {
+  const std::vector<conv_chain::Layer> layers =
+      conv_chain::decode(c.attr_ints("layers"), c.attr_floats("layer_params"), c.num_inputs());
+  auto run = [&](OpId op, std::span<const Tensor> in, const Attrs& attrs) {
+    const OpCall call{&op_def(op), in, &attrs, {}};
+    return run_kernel(reference ? kernels_for(op).back() : select_kernel(call), op, in, attrs)[0];
+  };
+  std::vector<Tensor> values{c.in(0)};
+  if (c.attr_string("data_format") == "NCHW") {
+    const Attrs perm{{"perm", std::vector<int64_t>{0, 2, 3, 1}}};
+    values[0] = run(OpId::Transpose, std::span<const Tensor>(&values[0], 1), perm);
+  }
+  for (const conv_chain::Layer& l : layers) {
+    std::vector<Tensor> in{values[size_t(l.src)], c.in(l.filters)};
+    if (l.bias >= 0) in.push_back(c.in(l.bias));
+    if (l.summand >= 0) in.push_back(values[size_t(l.summand)]);
+    values.push_back(run(OpId::FusedConv2D, in, conv_chain::fused_attrs(l)));
+  }
+  if (c.attr_string("output_format") == "NCHW") {
+    const Attrs perm{{"perm", std::vector<int64_t>{0, 3, 1, 2}}};
+    values.push_back(run(OpId::Transpose, std::span<const Tensor>(&values.back(), 1), perm));
+  }
+  std::memcpy(out[0].raw_data(), values.back().raw_data(), out[0].nbytes());  // out[0] is preallocated
+}
+
+namespace {
+void ref_fused_conv_chain(const OpCall& c, TensorList& out) { ref::conv_chain_by_layers(c, out, true); }
+}  // namespace
+
 DF_REGISTER_KERNEL(FusedMatMul, {.run = ref_fused_matmul});
 DF_REGISTER_KERNEL(FusedElementwise, {.run = ref_fused_elementwise});
 DF_REGISTER_KERNEL(FusedConv2D, {.run = ref_fused_conv2d});
+DF_REGISTER_KERNEL(FusedConvChain, {.run = ref_fused_conv_chain});
 
 }  // namespace deepflow

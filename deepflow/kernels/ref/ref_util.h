@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "deepflow/core/shape.h"
+#include "deepflow/ops/op.h"
 
 namespace deepflow::ref {
 
@@ -38,5 +39,10 @@ inline int64_t ravel(const Shape& s, const int64_t* idx) {
   for (int i = 0; i < s.rank(); ++i) off = off * s[i] + idx[i];
   return off;
 }
+
+/// fused_conv_chain run layer by layer as fused_conv2d calls (and a transpose for an NCHW
+/// input): on the reference kernels (`reference`), or on the kernels dispatch picks (the CPU
+/// fallback when oneDNN cannot plan the whole chain).
+void conv_chain_by_layers(const OpCall& c, TensorList& out, bool reference);
 
 }  // namespace deepflow::ref

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+// fused_conv_chain's layer records: how its `layers` (ints) and `layer_params` (floats)
+// attributes spell each layer, shared by the op (ops/conv_chain.cpp), its kernels and the
+// passes that make and unmake it. A layer is a fused_conv2d (deepflow/graph/passes.h) plus
+// the two values it reads.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "deepflow/graph/passes.h"
+
+namespace deepflow::conv_chain {
+
+/// Per layer: src, summand, has_bias, strides (2), dilations (2), padding code, explicit
+/// paddings (4: top, bottom, left, right; zeros unless EXPLICIT), activation code.
+inline constexpr int kIntsPerLayer = 13;
+/// Per layer: alpha, clip_min, clip_max.
+inline constexpr int kFloatsPerLayer = 3;
+
+struct Layer {
+  int src = 0;      ///< the value it convolves: 0 the chain's input, k layer k-1's result
+  int summand = -1;  ///< the value added before the activation, or -1
+  int filters = 1;  ///< input index of the filters
+  int bias = -1;    ///< input index of the bias, or -1
+  FusedConvOptions options;
+};
+
+/// Appends one layer's record: it convolves value src, adds value summand (-1: none), and
+/// has a bias input when has_bias.
+void encode(int src, int summand, bool has_bias, const FusedConvOptions& options, std::vector<int64_t>& ints,
+            std::vector<double>& floats);
+/// The layers of a call with `num_inputs` inputs; throws "[fused_conv_chain] ..." when the
+/// records are malformed, a layer reads a value not yet made, or the inputs do not add up.
+std::vector<Layer> decode(const std::vector<int64_t>& ints, const std::vector<double>& floats, int num_inputs);
+/// A layer as fused_conv2d's attributes (constant_filter set: the chain's filters never change).
+Attrs fused_attrs(const Layer& layer);
+
+}  // namespace deepflow::conv_chain
