@@ -12,7 +12,7 @@ packages=(
   zlib1g-dev                                    # ZLIB / GZIP compressed TFRecord and text files
   libcli11-dev                                  # the `deepflow` command line (tools/cli)
   libcpp-httplib-dev libnghttp2-dev libgrpc++-dev protobuf-compiler-grpc  # `deepflow serve`: REST, gRPC server (HTTP/2), gRPC clients
-  python3-grpcio python3-protobuf wrk           # serving tests (a Python gRPC client) and bench/serving
+  python3-grpcio python3-protobuf wrk time      # serving tests (a Python gRPC client) and bench/serving
   libonnx-dev libonnx-testdata                  # ONNX import/export and the ONNX backend conformance cases
   python3-torch python3-torchvision             # torchvision models exported to ONNX for the import tests
   clang libclang-rt-14-dev libomp-14-dev        # `make fuzz`: libFuzzer, sanitizers, OpenMP for clang

@@ -31,7 +31,7 @@ struct ServerOptions {
   int grpc_port = 8500;                    ///< 0: no gRPC; -1: pick a free port (tests)
   int rest_port = 8501;                    ///< 0: no REST;  -1: pick a free port (tests)
   std::string host = "0.0.0.0";
-  int rest_threads = 0;                    ///< 0: 4 x cores, as TF Serving
+  int rest_threads = 0;  ///< 0: 4 x cores, as TF Serving; with batching (num_batch_threads + 1) x max_batch_size in [4 x cores, 256]
   int64_t rest_timeout_ms = 30000;
   size_t max_body_bytes = 64 << 20;        ///< larger bodies: 413 with {"error": ...}
   double poll_seconds = 1;                 ///< --file_system_poll_wait_seconds

@@ -13,12 +13,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "deepflow/serving/server.h"
 #include "serving/serving_test_util.h"
@@ -171,6 +174,44 @@ TEST_F(ServerE2E, HotReloadUnderLoadFailsNoRequest) {
   EXPECT_EQ(failed, 0) << first_failure;
   EXPECT_GT(ok, 150);
   EXPECT_EQ(client()->Post("/v1/models/half/versions/1:predict", kOne, "application/json")->status, 404);
+}
+
+// httplib holds a worker thread per keep-alive connection, so with the old default of
+// 4 x cores threads a batch could not take more requests than that: the rest of the
+// clients were not even read. With batching the default sizes the pool for full batches.
+TEST_F(ServerE2E, BatchingDefaultThreadsLetMoreClientsThanFourPerCoreFillABatch) {
+  const int clients = 4 * int(std::max(1u, std::thread::hardware_concurrency())) + 4;
+  if (clients > 100) GTEST_SKIP() << "the point is made on machines with fewer cores";
+  testing::save_half_plus(base_, 1, 2.f);
+  serving::ServerOptions o;
+  o.config = serving::single_model("half", base_);
+  o.grpc_port = 0;
+  o.rest_port = -1;
+  o.host = "127.0.0.1";
+  o.poll_seconds = 0;
+  o.monitoring.enable = true;
+  // The batch closes only when full: a request that cannot reach the batcher leaves it
+  // short, and the clients' 5 s read timeout fails the test.
+  o.batching = serving::BatchingOptions{
+      .max_batch_size = clients, .batch_timeout_micros = 10'000'000, .num_batch_threads = 1};
+  server_ = std::make_unique<serving::ModelServer>(std::move(o));
+  server_->start();
+  std::vector<std::string> bodies(static_cast<size_t>(clients));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < clients; ++i)
+    threads.emplace_back([&, i] {
+      auto r = client()->Post("/v1/models/half:predict", "{\"instances\": [" + std::to_string(2 * i) + ".0]}",
+                              "application/json");
+      bodies[size_t(i)] = r ? std::to_string(r->status) + " " + r->body : "no response";
+    });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < clients; ++i)
+    EXPECT_EQ(bodies[size_t(i)], "200 {\"predictions\":[" + std::to_string(i + 2) + ".0]}") << "client " << i;
+  auto m = client()->Get("/monitoring/prometheus/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_THAT(m->body, HasSubstr(":tensorflow:serving:batching_session:processed_batch_size_count{model_name=\"half\"} 1\n"));
+  EXPECT_THAT(m->body, HasSubstr(":tensorflow:serving:batching_session:processed_batch_size_sum{model_name=\"half\"} " +
+                                 std::to_string(clients) + "\n"));
 }
 
 TEST_F(ServerE2E, CorruptVersionNextToAGoodOne) {

@@ -183,7 +183,9 @@ TEST(ServingWarmup, ThreadPlanRunsSmallRequestsAlone) {
   WarmupStats stats = warm_up(*h);
   for (const std::string& key : stats.single_threaded) EXPECT_EQ(h->threads->single_thread_signatures.count(key), 1u);
   EXPECT_EQ(stats.single_threaded.size(), h->threads->single_thread_signatures.size());
-  if (omp_get_max_threads() == 1) EXPECT_TRUE(stats.single_threaded.empty());
+  if (omp_get_max_threads() == 1) {
+    EXPECT_TRUE(stats.single_threaded.empty());
+  }
 
   Tensor x = random_normal({1, 16});
   Tensor x3 = random_normal({3, 16});
