@@ -53,6 +53,16 @@ DF_OP_CASES(conv_chain) {
                        {1, -1, false, opt("VALID", "sigmoid")}},
                       "NCHW", "NCHW"),
        .gradcheck = false, .rtol = 1e-4, .atol = 1e-4},
+      // Large enough (the 1x1 result over 4 MiB) for oneDNN to run the 1x1 and the
+      // depthwise conv as one primitive (its depthwise post-op), stride 1 and 2.
+      {.name = "fused_conv_chain/expand-depthwise-fused", .op = "fused_conv_chain",
+       .inputs = {in({2, 112, 112, 16}), in({1, 1, 16, 48}, -0.5, 0.5), in({48}), in({3, 3, 1, 48}, -0.5, 0.5),
+                  in({48}), in({1, 1, 48, 48}, -0.5, 0.5), in({48}), in({3, 3, 1, 48}, -0.5, 0.5), in({48})},
+       .attrs = chain({{0, -1, true, opt("VALID", "relu6")},
+                       {1, -1, true, opt("EXPLICIT", "relu6", {1, 1}, {1, 1, 1, 1})},
+                       {2, -1, true, opt("VALID", "")},
+                       {3, -1, true, opt("EXPLICIT", "tanh", {2, 2}, {1, 1, 1, 1})}}),
+       .dtypes = {DType::Float32}, .gradcheck = false, .rtol = 1e-4, .atol = 1e-4},
       // ResNet's downsampling block: the shortcut is a strided 1x1 conv of the input.
       {.name = "fused_conv_chain/resnet-downsample", .op = "fused_conv_chain",
        .inputs = {in({2, 8, 8, 16}), in({3, 3, 16, 32}, -0.2, 0.2), in({32}), in({3, 3, 32, 32}, -0.2, 0.2), in({32}),

@@ -42,11 +42,21 @@ using DT = dn::memory::data_type;
 
 constexpr size_t kAlign = 64;
 
+// A layer's filters as the primitive wants them: their layout, ours (HWIO), the reorder
+// between them when they differ, and the input index of the filters.
+struct Weights {
+  dn::memory::desc want, user;
+  std::optional<dn::reorder> reorder;
+  int input = -1;
+};
+
+// One primitive: a layer, or a 1x1 layer with the depthwise layer after it as oneDNN's
+// depthwise post-op (its filters and bias in `dw`, `dw_bias`).
 struct Step {
   dn::convolution_forward prim;
-  dn::memory::desc weights, user_weights, bias, scratchpad;
-  std::optional<dn::reorder> reorder;  // HWIO -> weights
-  int src = 0, summand = -1, filters = 1, bias_input = -1;
+  Weights weights, dw;
+  dn::memory::desc bias, dw_bias, scratchpad;
+  int src = 0, summand = -1, dst = 1, bias_input = -1, dw_bias_input = -1;
   bool in_place = false;  // dst is the summand's slot
 };
 
@@ -87,21 +97,56 @@ dn::memory::desc act_md(const Shape& nhwc, Tag tag) {
 
 bool is_ref(const dn::primitive_desc_base& pd) { return std::string(pd.impl_info_str()).rfind("ref", 0) == 0; }
 
-dn::convolution_forward::primitive_desc layer_pd(const ConvGeometry& g, const OpCall& fc, bool has_bias,
-                                                 bool has_summand, const dn::memory::desc& src,
-                                                 const dn::memory::desc& dst) {
-  const dn::memory::desc bias = has_bias ? dn::memory::desc({g.co}, DT::f32, Tag::a) : dn::memory::desc();
+// fused_conv2d's attributes of a layer, as an OpCall for activation_post_op.
+struct LayerCall {
+  explicit LayerCall(const Layer& l) : attrs(conv_chain::fused_attrs(l)), call{&op_def(OpId::FusedConv2D), {}, &attrs, {}} {}
+  Attrs attrs;
+  OpCall call;
+};
+
+void append_activation(dn::post_ops& po, const OpCall& fc) {
+  dn::algorithm alg{};
+  float alpha = 0, beta = 0;
+  if (onednn::activation_post_op(fc, alg, alpha, beta)) po.append_eltwise(1.f, alg, alpha, beta);
+}
+
+// The primitive of layer l (geometry g) from src to dst; with `dw`, the depthwise layer
+// after it (geometry dg) as a post-op, whose result is then the primitive's dst.
+dn::convolution_forward::primitive_desc layer_pd(const ConvGeometry& g, const Layer& l, const dn::memory::desc& src,
+                                                 const dn::memory::desc& dst, const Layer* dw = nullptr,
+                                                 const ConvGeometry* dg = nullptr) {
+  const dn::memory::desc bias = l.bias >= 0 ? dn::memory::desc({g.co}, DT::f32, Tag::a) : dn::memory::desc();
   dn::convolution_forward::desc d(dn::prop_kind::forward_inference, dn::algorithm::convolution_direct, src,
                                   onednn::any_weights_md(g, DT::f32), bias, dst, {g.sh, g.sw},
                                   {g.dh - 1, g.dw - 1}, {g.pad_top, g.pad_left}, {g.pad_bottom, g.pad_right});
   dn::primitive_attr attr = onednn::user_scratchpad();
   dn::post_ops po;
-  dn::algorithm alg{};
-  float alpha = 0, beta = 0;
-  if (has_summand) po.append_sum(1.f);
-  if (onednn::activation_post_op(fc, alg, alpha, beta)) po.append_eltwise(1.f, alg, alpha, beta);
+  if (l.summand >= 0) po.append_sum(1.f);
+  append_activation(po, LayerCall(l).call);
+  if (dw) {
+    po.append_dw(DT::f32, DT::f32, DT::f32, dg->kh, dg->sh, dg->pad_top, 0, {});
+    append_activation(po, LayerCall(*dw).call);
+  }
   attr.set_post_ops(po);
   return {d, attr, onednn::cpu_engine()};
+}
+
+Weights weights_of(const dn::memory::desc& want, const ConvGeometry& g, int input) {
+  Weights w{want, onednn::hwio_md(g, DT::f32), std::nullopt, input};
+  if (w.want != w.user)
+    w.reorder = dn::reorder(dn::reorder::primitive_desc(onednn::cpu_engine(), w.user, onednn::cpu_engine(), w.want));
+  return w;
+}
+
+// Whether layer d (geometry dg), a 3x3 depthwise conv of layer l's result (geometry g, a
+// plain 1x1 conv) that nothing else reads, can be l's depthwise post-op.
+bool dw_fusable(const Layer& l, const ConvGeometry& g, const Layer& d, const ConvGeometry& dg, int readers) {
+  const bool pointwise = g.kh == 1 && g.kw == 1 && g.groups == 1 && g.sh == 1 && g.sw == 1 && g.pad_top == 0 &&
+                         g.pad_left == 0 && g.pad_bottom == 0 && g.pad_right == 0 && l.summand < 0;
+  const bool depthwise = dg.groups == dg.ci && dg.co == dg.ci && dg.kh == 3 && dg.kw == 3 && dg.sh == dg.sw &&
+                         dg.dh == 1 && dg.dw == 1 && dg.pad_top == 1 && dg.pad_left == 1 && d.summand < 0 &&
+                         d.bias >= 0;
+  return pointwise && depthwise && readers == 1;
 }
 
 // Slots of the arena: a value takes a free slot (or a new one) when its layer runs and frees
@@ -159,7 +204,6 @@ PlanPtr make_plan(const OpCall& c, const std::vector<Layer>& layers) {
   }
   last_reader.back() = int(layers.size());  // the result outlives the layers
   plan->input_md = from_nchw ? dn::memory::desc({x[0], x[1], x[2], x[3]}, DT::f32, Tag::nchw) : act_md(x, Tag::nhwc);
-  plan->value_md.push_back(act_md(shape[0], blocked));
   std::vector<ConvGeometry> geo;
   for (const Layer& l : layers) {
     const FusedConvOptions& o = l.options;
@@ -168,53 +212,73 @@ PlanPtr make_plan(const OpCall& c, const std::vector<Layer>& layers) {
     const ConvGeometry& g = geo.back();
     shape.push_back(Shape{g.n, g.oh, g.ow, g.co});
   }
+  std::vector<int> readers(n_values, 0);
+  for (const Layer& l : layers) {
+    ++readers[size_t(l.src)];
+    if (l.summand >= 0) ++readers[size_t(l.summand)];
+  }
+  plan->value_md.resize(n_values);
+  for (size_t v = 0; v < n_values; ++v) plan->value_md[v] = act_md(shape[v], blocked);
   SlotAllocator slots;
   std::vector<int> slot_of(n_values, -1);
-  for (size_t i = 0; i < layers.size(); ++i) {
+  for (size_t i = 0; i < layers.size();) {
     const Layer& l = layers[i];
     const ConvGeometry& g = geo[i];
-    const Attrs attrs = conv_chain::fused_attrs(l);
-    const OpDef& fdef = op_def(OpId::FusedConv2D);
-    const OpCall fc{&fdef, {}, &attrs, {}};
-    const dn::memory::desc dst = act_md(shape[i + 1], blocked);
     std::optional<dn::convolution_forward::primitive_desc> pd;
     if (i == 0 && l.src == 0 && !input_elsewhere) {
       // The first layer may read the caller's layout itself (a 3-channel stem reads NCHW).
       try {
-        auto direct = layer_pd(g, fc, l.bias >= 0, l.summand >= 0, plan->input_md, dst);
+        auto direct = layer_pd(g, l, plan->input_md, plan->value_md[1]);
         if (!is_ref(direct)) pd = direct, plan->input_direct = true, plan->value_md[0] = plan->input_md;
       } catch (const dn::error&) {
       }
     }
-    if (!pd) pd = layer_pd(g, fc, l.bias >= 0, l.summand >= 0, plan->value_md[size_t(l.src)], dst);
+    // A 1x1 conv and the depthwise conv after it as one primitive, where oneDNN fuses them
+    // natively (jit_1x1 with a large enough result; else it would run them one by one).
+    bool fused = false;
+    if (!pd && i + 1 < layers.size() && layers[i + 1].src == int(i) + 1 &&
+        dw_fusable(l, g, layers[i + 1], geo[i + 1], readers[i + 1])) {
+      try {
+        auto both = layer_pd(g, l, plan->value_md[size_t(l.src)], plan->value_md[i + 1], &layers[i + 1], &geo[i + 1]);
+        if (std::string(both.impl_info_str()).rfind("jit_1x1", 0) == 0 && both.dst_desc() == plan->value_md[i + 2])
+          pd = both, fused = true;
+      } catch (const dn::error&) {
+      }
+    }
+    if (!pd) pd = layer_pd(g, l, plan->value_md[size_t(l.src)], plan->value_md[i + 1]);
     if (is_ref(*pd)) return nullptr;
-    plan->value_md.push_back(dst);
     Step s;
     s.prim = dn::convolution_forward(*pd);
-    s.weights = pd->weights_desc();
-    s.user_weights = onednn::hwio_md(g, DT::f32);
-    if (s.weights != s.user_weights)
-      s.reorder = dn::reorder(dn::reorder::primitive_desc(onednn::cpu_engine(), s.user_weights, onednn::cpu_engine(),
-                                                          s.weights));
+    s.weights = weights_of(pd->weights_desc(), g, l.filters);
     if (l.bias >= 0) s.bias = dn::memory::desc({g.co}, DT::f32, Tag::a);
+    s.bias_input = l.bias;
+    s.src = l.src, s.summand = l.summand, s.dst = int(i) + 1 + int(fused);
+    if (fused) {
+      const Layer& d = layers[i + 1];
+      s.dw = weights_of(pd->query_md(dn::query::exec_arg_md, DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS), geo[i + 1],
+                        d.filters);
+      s.dw_bias = pd->query_md(dn::query::exec_arg_md, DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS);
+      s.dw_bias_input = d.bias;
+    }
     s.scratchpad = pd->scratchpad_desc();
-    s.src = l.src, s.summand = l.summand, s.filters = l.filters, s.bias_input = l.bias;
     plan->scratch_bytes = std::max(plan->scratch_bytes, s.scratchpad.get_size());
     // Value 0 takes its slot before the first layer; each result when its layer runs.
     if (i == 0 && !plan->input_direct) {
       slot_of[0] = slots.take(plan->value_md[0].get_size(), -1);
       slots.hold_until(slot_of[0], last_reader[0]);
     }
-    const int v = int(i) + 1;
+    const size_t v = size_t(s.dst);
+    const dn::memory::desc& dst = plan->value_md[v];
     if (l.summand >= 0 && last_reader[size_t(l.summand)] == int(i) && l.summand != l.src &&
         slot_of[size_t(l.summand)] >= 0 && plan->value_md[size_t(l.summand)] == dst) {
       s.in_place = true;
-      slot_of[size_t(v)] = slot_of[size_t(l.summand)];
+      slot_of[v] = slot_of[size_t(l.summand)];
     } else {
-      slot_of[size_t(v)] = slots.take(dst.get_size(), int(i));
+      slot_of[v] = slots.take(dst.get_size(), int(i));
     }
-    slots.hold_until(slot_of[size_t(v)], last_reader[size_t(v)]);
+    slots.hold_until(slot_of[v], last_reader[v]);
     plan->steps.push_back(std::move(s));
+    i += fused ? 2 : 1;
   }
   std::vector<size_t> slot_offset = slots.offsets(&plan->arena_bytes);
   for (size_t v = 0; v < n_values; ++v) plan->offset.push_back(slot_of[v] >= 0 ? slot_offset[size_t(slot_of[v])] : 0);
@@ -261,28 +325,31 @@ void onednn_conv_chain(const OpCall& c, TensorList& out) {
     p->input_reorder->execute(s, in, value[0]);
   }
   std::vector<Tensor> filters;  // keeps reordered filters alive until the stream is done
-  for (size_t i = 0; i < p->steps.size(); ++i) {
-    const Step& st = p->steps[i];
-    dn::memory& dst = value[i + 1] = dn::memory(p->value_md[i + 1], eng, base + p->offset[i + 1]);
+  auto weights = [&](const Weights& w) {
+    const Tensor& f = c.in(w.input);
+    if (!w.reorder) return dn::memory(w.user, eng, f.raw_data());
+    filters.push_back(onednn::constant_filter(f, w.want, *w.reorder, w.user));
+    return dn::memory(w.want, eng, filters.back().raw_data());
+  };
+  for (const Step& st : p->steps) {
+    dn::memory& dst = value[size_t(st.dst)] = dn::memory(p->value_md[size_t(st.dst)], eng, base + p->offset[size_t(st.dst)]);
     if (st.summand >= 0 && !st.in_place) {
       const auto* from = static_cast<const char*>(value[size_t(st.summand)].get_data_handle());
       auto* to = static_cast<char*>(dst.get_data_handle());
-      const int64_t bytes = int64_t(p->value_md[i + 1].get_size());
+      const int64_t bytes = int64_t(p->value_md[size_t(st.dst)].get_size());
       parallel_for(bytes, int64_t(sizeof(float)) * kParallelGrain,
                    [&](int64_t b, int64_t e) { std::memcpy(to + b, from + b, size_t(e - b)); });
     }
-    const Tensor& w = c.in(st.filters);
-    dn::memory weights(st.user_weights, eng, w.raw_data());
-    if (st.reorder) {
-      filters.push_back(onednn::constant_filter(w, st.weights, *st.reorder, st.user_weights));
-      weights = dn::memory(st.weights, eng, filters.back().raw_data());
-    }
     std::unordered_map<int, dn::memory> args{{DNNL_ARG_SRC, value[size_t(st.src)]},
-                                             {DNNL_ARG_WEIGHTS, weights},
+                                             {DNNL_ARG_WEIGHTS, weights(st.weights)},
                                              {DNNL_ARG_DST, dst},
                                              {DNNL_ARG_SCRATCHPAD, dn::memory(st.scratchpad, eng, pad.raw_data())}};
     if (st.bias_input >= 0)
       args.insert({DNNL_ARG_BIAS, dn::memory(st.bias, eng, c.in(st.bias_input).raw_data())});
+    if (st.dw.input >= 0) {
+      args.insert({DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS, weights(st.dw)});
+      args.insert({DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS, dn::memory(st.dw_bias, eng, c.in(st.dw_bias_input).raw_data())});
+    }
     st.prim.execute(s, args);
   }
   dn::memory result(p->output_md, eng, out[0].raw_data());
