@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The oneDNN kernel of fused_conv_chain: every layer one convolution primitive, with the
-// values between layers in oneDNN's blocked layout (nChw16c with AVX-512, else nChw8c).
+// The oneDNN kernel of fused_conv_chain: every layer one convolution primitive (a 1x1 conv
+// and the 3x3 depthwise conv after it one primitive, where oneDNN fuses them natively: the
+// expanded tensor is then never written), with the values between layers in oneDNN's
+// blocked layout (nChw16c with AVX-512, else nChw8c).
 //
 // Why blocked: oneDNN 2.6 runs NHWC convolutions with its brgemm kernels, while with
 // nChw16c it picks its direct jit kernels (jit_1x1, jit_dw), which are 12% (batch 1) to 20%
