@@ -5,9 +5,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <random>
-
 #include "deepflow/deepflow.h"
 #include "deepflow/graph/builder.h"
 #include "deepflow/graph/passes.h"
@@ -18,34 +15,10 @@ namespace {
 
 using testing_util::build;
 using testing_util::count_op;
+using testing_util::expect_close;
+using testing_util::rnd;
 
-Tensor rnd(const Shape& s, double lo, double hi, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<double> v(size_t(s.num_elements()));
-  for (double& x : v) x = u(rng);
-  return constant(v, s, DType::Float32);
-}
-
-void expect_close(const Tensor& want, const Tensor& got, double tol, const std::string& what) {
-  ASSERT_EQ(want.shape(), got.shape()) << what;
-  int reported = 0;
-  for (int64_t i = 0; i < want.size(); ++i) {
-    const double a = want.flat(i), b = got.flat(i);
-    if (std::fabs(a - b) > tol * (1 + std::fabs(a)) && reported++ < 5)
-      ADD_FAILURE() << what << ": element " << i << " want " << a << " got " << b;
-  }
-}
-
-const Node* only_chain(const Graph& g) {
-  const Node* c = nullptr;
-  for (const Node& n : g.nodes())
-    if (n.op == OpId::FusedConvChain) {
-      if (c) return nullptr;
-      c = &n;
-    }
-  return c;
-}
+const Node* only_chain(const Graph& g) { return testing_util::only_node(g, OpId::FusedConvChain); }
 
 // MobileNetV2's inverted residual block on an NCHW input, as the ONNX importer builds it
 // (a transpose to NHWC first and one back to NCHW last), twice, then a conv with 24 outputs.

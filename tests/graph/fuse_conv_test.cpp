@@ -22,16 +22,10 @@ namespace {
 using ::testing::HasSubstr;
 using testing_util::build;
 using testing_util::count_op;
+using testing_util::expect_close;
+using testing_util::rnd;
 
-const Node* only_fused(const Graph& g) {
-  const Node* f = nullptr;
-  for (const Node& n : g.nodes())
-    if (n.op == OpId::FusedConv2D) {
-      if (f) return nullptr;
-      f = &n;
-    }
-  return f;
-}
+const Node* only_fused(const Graph& g) { return testing_util::only_node(g, OpId::FusedConv2D); }
 
 bool has_summand(const Node& n) {
   const AttrValue* v = n.attrs.find("has_summand");
@@ -43,24 +37,6 @@ T attr(const Node& n, const char* name) {
   const AttrValue* v = n.attrs.find(name);
   EXPECT_NE(v, nullptr) << name;
   return v ? std::get<T>(*v) : T{};
-}
-
-Tensor rnd(const Shape& s, double lo = -1, double hi = 1, uint64_t seed = 1, DType dt = DType::Float32) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<double> v(size_t(s.num_elements()));
-  for (double& x : v) x = u(rng);
-  return constant(v, s, dt);
-}
-
-void expect_close(const Tensor& want, const Tensor& got, double tol, const std::string& what) {
-  ASSERT_EQ(want.shape(), got.shape()) << what;
-  int reported = 0;
-  for (int64_t i = 0; i < want.size(); ++i) {
-    const double a = want.flat(i), b = got.flat(i);
-    if (std::fabs(a - b) > tol * (1 + std::fabs(a)) && reported++ < 5)
-      ADD_FAILURE() << what << ": element " << i << " want " << a << " got " << b;
-  }
 }
 
 TEST(FuseConv, ConvBiasReluBecomesOneNodeWithACachedFilter) {

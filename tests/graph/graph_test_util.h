@@ -3,8 +3,12 @@
 // attribute kind, one with (nested, shared) function attributes; count_op and build for the pass tests.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <cmath>
 #include <functional>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -18,6 +22,37 @@ inline int count_op(const Graph& g, OpId op) {
   int n = 0;
   for (const Node& node : g.nodes()) n += node.op == op;
   return n;
+}
+
+/// The only node of g that runs `op`, or nullptr when there is none or more than one.
+inline const Node* only_node(const Graph& g, OpId op) {
+  const Node* found = nullptr;
+  for (const Node& n : g.nodes())
+    if (n.op == op) {
+      if (found) return nullptr;
+      found = &n;
+    }
+  return found;
+}
+
+/// A tensor of shape s, uniform in [lo, hi), the same for the same seed.
+inline Tensor rnd(const Shape& s, double lo = -1, double hi = 1, uint64_t seed = 1, DType dt = DType::Float32) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<double> v(size_t(s.num_elements()));
+  for (double& x : v) x = u(rng);
+  return constant(v, s, dt);
+}
+
+/// Fails (naming the first 5 elements) where |want - got| > tol * (1 + |want|).
+inline void expect_close(const Tensor& want, const Tensor& got, double tol, const std::string& what) {
+  ASSERT_EQ(want.shape(), got.shape()) << what;
+  int reported = 0;
+  for (int64_t i = 0; i < want.size(); ++i) {
+    const double a = want.flat(i), b = got.flat(i);
+    if (std::fabs(a - b) > tol * (1 + std::fabs(a)) && reported++ < 5)
+      ADD_FAILURE() << what << ": element " << i << " want " << a << " got " << b;
+  }
 }
 
 /// A graph of `shapes.size()` placeholders (x0, x1, ... of dtype dt) -> the outputs of f,

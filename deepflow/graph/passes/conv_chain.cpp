@@ -19,14 +19,9 @@
 namespace deepflow {
 
 using passes::Uses;
+using passes::attr_or;
 
 namespace {
-
-template <class T>
-T attr_or(const Node& n, const char* name, T fallback) {
-  const AttrValue* v = n.attrs.find(name);
-  return v ? std::get<T>(*v) : fallback;
-}
 
 bool chainable(const Graph& g, const Uses& uses, int id) {
   const Node& n = g.node(id);

@@ -22,16 +22,11 @@
 
 namespace deepflow {
 
+using passes::attr_or;
 using passes::const_value;
 using passes::Uses;
 
 namespace {
-
-template <class T>
-T attr_or(const Node& n, const char* name, T fallback) {
-  const AttrValue* v = n.attrs.find(name);
-  return v ? std::get<T>(*v) : fallback;
-}
 
 // The single user of `node` when it is an `op` node that keeps `node`'s type: its other input
 // is then the scalar constant returned (nullopt otherwise). Used for max(z, lo) and min(z, hi).

@@ -15,6 +15,12 @@ bool is_stateful(const Node& n);
 bool attrs_equal(const OpDef& def, const Attrs& a, const Attrs& b);
 /// The constant a value holds, or nullptr when its producer is not a const node.
 const Tensor* const_value(const Graph& g, ValueRef v);
+/// Attribute `name` of n as a T, or `fallback` when n does not set it.
+template <class T>
+T attr_or(const Node& n, const char* name, T fallback) {
+  const AttrValue* v = n.attrs.find(name);
+  return v ? std::get<T>(*v) : fallback;
+}
 
 /// Who uses each node: data users (one entry per use), control users, and how many times
 /// its values appear in graph.outputs or keep.
