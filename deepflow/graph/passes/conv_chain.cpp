@@ -79,11 +79,18 @@ int fuse_conv_chain(Graph& g, std::vector<ValueRef>* keep) {
   for (int id : g.topological_order())
     if (ok[size_t(id)]) groups[size_t(find_root(parent, id))].push_back(id);
   std::vector<char> dead(size_t(n), 0);
+  std::vector<int> value_of(size_t(n), -1);  // a member of the group at hand -> its value index (1-based)
   int made = 0;
   for (const std::vector<int>& members : groups) {
     if (members.size() < 2) continue;
-    std::vector<int> value_of(size_t(n), -1);  // member -> its value index (1-based)
     for (size_t k = 0; k < members.size(); ++k) value_of[size_t(members[k])] = int(k) + 1;
+    struct Reset {  // value_of is -1 again for the next group, however this one ends
+      std::vector<int>& v;
+      const std::vector<int>& members;
+      ~Reset() {
+        for (int m : members) v[size_t(m)] = -1;
+      }
+    } reset{value_of, members};
     // One value from outside; only the last member's result leaves the group.
     std::optional<ValueRef> outside;
     bool valid = true;
@@ -105,7 +112,8 @@ int fuse_conv_chain(Graph& g, std::vector<ValueRef>* keep) {
     std::string data_format = "NHWC";
     int transpose = -1;
     const Node& t = g.node(input.node);
-    if (t.op == OpId::Transpose && t.control_inputs.empty() && uses.control[size_t(input.node)].empty() &&
+    if (t.op == OpId::Transpose && t.device == g.node(members[0]).device && t.control_inputs.empty() &&
+        uses.control[size_t(input.node)].empty() &&
         !uses.external[size_t(input.node)] &&
         attr_or<std::vector<int64_t>>(t, "perm", {}) == std::vector<int64_t>{0, 2, 3, 1} &&
         std::all_of(uses.data[size_t(input.node)].begin(), uses.data[size_t(input.node)].end(),
