@@ -326,9 +326,11 @@ PlanPtr plan_of(const OpCall& c) {
   const auto& ints = c.attr_ints("layers");
   const auto& floats = c.attr_floats("layer_params");
   std::vector<int64_t> key{int64_t(nchw(c)), int64_t(nchw(c, "output_format"))};
-  key.reserve(ints.size() + floats.size() + size_t(c.num_inputs()) * 4 + 1);
-  for (const Tensor& t : c.inputs)
+  key.reserve(ints.size() + floats.size() + size_t(c.num_inputs()) * 5 + 2);
+  for (const Tensor& t : c.inputs) {
+    key.push_back(t.rank());
     for (int d = 0; d < t.rank(); ++d) key.push_back(t.dim(d));
+  }
   key.insert(key.end(), ints.begin(), ints.end());
   for (double f : floats) key.push_back(std::bit_cast<int64_t>(f));
   return plans().get(key, [&]() -> PlanPtr {
