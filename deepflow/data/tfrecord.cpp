@@ -308,6 +308,15 @@ struct RecordReader::Impl {
       if (z.avail_in == 0) {
         const size_t k = read_fd(in.data(), in.size());
         if (k == 0) {
+          // zlib may still hold output that did not fit last time: take it first (without
+          // this, a truncated stream read in larger pieces lost its last bytes).
+          const uInt room = z.avail_out;
+          const int rc = ::inflate(&z, Z_NO_FLUSH);
+          if (rc == Z_STREAM_END) {
+            z_done = true;
+            break;
+          }
+          if (z.avail_out < room) continue;
           // Zero bytes in all is an empty file, not a broken stream.
           if (in_offset == 0 && z.total_out == 0) {
             z_done = true;
