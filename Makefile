@@ -10,22 +10,38 @@ FUZZ_TIME ?= 20
 FUZZ_TARGETS = graph_text_fuzz graph_def_fuzz idx_fuzz tfrecord_fuzz example_fuzz bundle_fuzz saved_model_fuzz \
   npy_fuzz rest_request_fuzz grpc_request_fuzz onnx_import_fuzz
 
-.PHONY: all deps build demo test test-asan bench fuzz clean
+# What `make demo` builds: the libraries, the `deepflow` command and the demo, not the tests.
+DEMO_TARGETS = demo deepflow_cli
+PREFIX ?= /usr/local
+
+.PHONY: all deps deps-build peers build build-demo demo test test-asan bench fuzz install clean
 
 all: build
 
-deps:
-	@scripts/install-deps.sh
+# Debian packages to configure and build, and MNIST (the demo's data).
+deps-build:
+	@scripts/install-deps.sh build
 	@scripts/fetch-data.sh
+
+# Everything the tests use as well: test packages, npm material, the peers environment.
+deps: deps-build
+	@scripts/install-deps.sh build test fuzz
 	@scripts/fetch-test-deps.sh
+
+# .venv-peers: TensorFlow 2.21 and the other oracles, pinned (bench/peers/requirements.txt).
+peers:
+	@scripts/install-peers.sh
 
 $(BUILD)/build.ninja:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 
-build: deps $(BUILD)/build.ninja
+build: deps peers $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+build-demo: deps-build $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target $(DEMO_TARGETS)
+
+demo: build-demo
 	$(BUILD)/examples/demo $(BUILD)/mnist_cnn.weights 10 $(BUILD)/mnist_cnn
 	@echo "The saved model, run by the deepflow command in a separate process:"
 	$(BUILD)/tools/cli/deepflow saved_model run --dir $(BUILD)/mnist_cnn --tag_set serve \
@@ -44,7 +60,7 @@ test-asan: deps $(ASAN_BUILD)/build.ninja
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
 
 bench: build
-	DEEPFLOW_PEERS=1 scripts/install-deps.sh
+	scripts/install-deps.sh peers
 	scripts/run-bench.sh $(BUILD)
 
 # libFuzzer targets (clang++, ASan + UBSan): each parser runs FUZZ_TIME seconds from the seed
@@ -62,6 +78,10 @@ fuzz: deps $(FUZZ_BUILD)/build.ninja
 	    -rss_limit_mb=4096 -print_final_stats=1 -print_funcs=0 -dict=fuzz/$$t.dict -artifact_prefix=$(FUZZ_BUILD)/ \
 	    $(FUZZ_BUILD)/corpus/$$t fuzz/corpus/$$t; \
 	done
+
+# Headers, shared libraries, deepflowConfig.cmake and deepflow.pc under $(PREFIX).
+install: build-demo
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "deepflow/deepflow.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 using namespace deepflow;
 

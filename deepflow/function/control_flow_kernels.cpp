@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "deepflow/graph/executor.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 namespace deepflow {
 namespace {

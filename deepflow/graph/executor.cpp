@@ -16,7 +16,7 @@
 #include "deepflow/graph/placement.h"
 #include "deepflow/graph/profiler.h"
 #include "deepflow/graph/thread_pool.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 namespace deepflow {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 namespace deepflow {
 

@@ -7,7 +7,7 @@
 #include <numbers>
 
 #include "deepflow/core/error.h"
-#include "deepflow/graph/passes/program.h"
+#include "deepflow/ops/fused_program.h"
 #include "deepflow/onnx/export_internal.h"
 #include "deepflow/onnx/op_importer.h"
 #include "deepflow/ops/ops.h"

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // fused_conv_chain's layer records: how its `layers` (ints) and `layer_params` (floats)
 // attributes spell each layer, shared by the op (ops/conv_chain.cpp), its kernels and the
-// passes that make and unmake it. A layer is a fused_conv2d (deepflow/graph/passes.h) plus
+// passes that make and unmake it. A layer is a fused_conv2d (deepflow/ops/fused.h) plus
 // the two values it reads.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "deepflow/graph/passes.h"
+#include "deepflow/ops/fused.h"
 
 namespace deepflow::conv_chain {
 

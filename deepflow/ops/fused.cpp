@@ -7,8 +7,8 @@
 #include <span>
 #include <vector>
 
-#include "deepflow/graph/passes.h"
-#include "deepflow/graph/passes/program.h"
+#include "deepflow/ops/fused.h"
+#include "deepflow/ops/fused_program.h"
 #include "deepflow/ops/conv.h"
 #include "deepflow/ops/infer_util.h"
 #include "deepflow/ops/ops.h"

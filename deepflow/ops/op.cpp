@@ -7,7 +7,7 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 namespace deepflow {
 

@@ -4,7 +4,7 @@
 // What a primitive *means* is one OpDef: its attribute schema, `infer` (shape and
 // dtype rule, and every error message about its inputs), and `vjp` (its
 // gradient, written with public ops). Kernels are registered separately, per
-// backend (deepflow/kernels/kernel.h). A primitive is defined in one block:
+// backend (deepflow/ops/kernel.h). A primitive is defined in one block:
 //
 //   // a: [..., m, k], b: [..., k, n] -> [..., m, n]
 //   static void infer_matmul(const OpCall& c, TypeList& out) { ... }

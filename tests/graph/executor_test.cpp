@@ -12,7 +12,7 @@
 #include "deepflow/deepflow.h"
 #include "deepflow/graph/builder.h"
 #include "deepflow/graph/executor.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 namespace deepflow {
 namespace {

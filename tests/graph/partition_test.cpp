@@ -13,7 +13,7 @@
 #include "deepflow/graph/partition.h"
 #include "deepflow/graph/placement.h"
 #include "deepflow/graph/session.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 namespace deepflow {
 namespace {

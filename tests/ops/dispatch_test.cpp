@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "deepflow/deepflow.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 namespace deepflow {
 namespace {

@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "deepflow/deepflow.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 namespace deepflow {
 namespace {

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <random>
 
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 #include "op_cases.h"
 
 namespace deepflow::testing {

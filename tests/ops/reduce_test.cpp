@@ -12,7 +12,7 @@
 
 #include "deepflow/deepflow.h"
 #include "deepflow/graph/passes.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 #include "test_util.h"
 
 namespace deepflow {

@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 #include "op_cases.h"
 
 namespace deepflow::testing {

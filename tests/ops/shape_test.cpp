@@ -9,7 +9,7 @@
 
 #include "deepflow/deepflow.h"
 #include "test_util.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 namespace deepflow {
 namespace {

@@ -20,7 +20,7 @@
 #include <mutex>
 #include <thread>
 
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 #include "deepflow/serving/batching.h"
 #include "serving/serving_test_util.h"
 

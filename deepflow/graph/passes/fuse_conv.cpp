@@ -17,7 +17,7 @@
 #include <unordered_map>
 
 #include "deepflow/graph/passes.h"
-#include "deepflow/graph/passes/program.h"
+#include "deepflow/ops/fused_program.h"
 #include "deepflow/graph/passes/rewrite.h"
 
 namespace deepflow {

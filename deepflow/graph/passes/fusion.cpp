@@ -4,7 +4,7 @@
 #include <map>
 
 #include "deepflow/graph/passes.h"
-#include "deepflow/graph/passes/program.h"
+#include "deepflow/ops/fused_program.h"
 #include "deepflow/graph/passes/rewrite.h"
 #include "deepflow/ops/ops.h"
 

@@ -5,7 +5,7 @@
 
 #include "deepflow/kernels/binary_functors.h"
 #include "deepflow/kernels/broadcast.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 namespace deepflow {
 namespace {

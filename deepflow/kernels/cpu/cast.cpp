@@ -4,7 +4,7 @@
 // activations and weights every step).
 #include "deepflow/core/parallel.h"
 #include "deepflow/kernels/cast_value.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 namespace deepflow {
 namespace {

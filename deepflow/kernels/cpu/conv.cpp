@@ -34,7 +34,7 @@
 #include "deepflow/core/parallel.h"
 #include "deepflow/kernels/cpu/onednn_conv.h"
 #include "deepflow/kernels/cpu/onednn_util.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 #include "deepflow/ops/conv.h"
 
 namespace deepflow {

@@ -31,7 +31,7 @@
 #include "deepflow/core/parallel.h"
 #include "deepflow/kernels/cpu/onednn_conv.h"
 #include "deepflow/kernels/cpu/onednn_util.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 #include "deepflow/kernels/ref/ref_util.h"
 #include "deepflow/ops/conv_chain.h"
 

@@ -2,7 +2,7 @@
 // CPU kernels of the run-time shape ops: once the shapes are concrete, broadcast_like
 // and sum_to_like are a broadcast_to and a reduce_sum, so they run those ops' fastest
 // kernels (the same code, and the same rounding, as the static path eager mode takes).
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 namespace deepflow {
 

@@ -18,11 +18,11 @@
 #include <vector>
 
 #include "deepflow/core/parallel.h"
-#include "deepflow/graph/passes/program.h"
+#include "deepflow/ops/fused_program.h"
 #include "deepflow/kernels/binary_functors.h"
 #include "deepflow/kernels/cpu/onednn_util.h"
 #include "deepflow/kernels/cpu/vector_math.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 
 namespace deepflow {

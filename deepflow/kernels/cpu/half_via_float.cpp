@@ -9,7 +9,7 @@
 #include <immintrin.h>
 
 #include "deepflow/core/parallel.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 namespace deepflow {
 namespace {

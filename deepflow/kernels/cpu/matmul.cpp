@@ -14,7 +14,7 @@
 
 #include "deepflow/core/parallel.h"
 #include "deepflow/kernels/cpu/onednn_util.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 namespace deepflow {
 namespace {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "deepflow/core/parallel.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 namespace deepflow {
 namespace {

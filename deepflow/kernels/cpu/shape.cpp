@@ -13,7 +13,7 @@
 
 #include "deepflow/core/parallel.h"
 #include "deepflow/kernels/broadcast.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 namespace deepflow {
 namespace {

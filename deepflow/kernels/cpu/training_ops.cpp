@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "deepflow/core/parallel.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 namespace deepflow {
 

@@ -16,7 +16,7 @@
 
 #include "deepflow/core/parallel.h"
 #include "deepflow/kernels/cpu/vector_math.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 
 namespace deepflow {

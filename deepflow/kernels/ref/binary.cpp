@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Reference kernels of the binary primitives and where: one element at a time.
 #include "deepflow/kernels/binary_functors.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 #include "deepflow/kernels/ref/ref_util.h"
 
 namespace deepflow {

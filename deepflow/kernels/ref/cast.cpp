@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Reference kernels of cast, identity and stop_gradient.
 #include "deepflow/kernels/cast_value.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 namespace deepflow {
 namespace {

@@ -3,7 +3,7 @@
 // accumulating in double. Slow on purpose; they are the oracle.
 #include <vector>
 
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 #include "deepflow/kernels/ref/conv_taps.h"
 #include "deepflow/ops/conv.h"
 

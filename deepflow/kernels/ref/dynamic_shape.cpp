@@ -3,7 +3,7 @@
 // kernel runs every shape is concrete, so these are plain broadcasts, sums and views.
 #include <vector>
 
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 #include "deepflow/kernels/ref/ref_util.h"
 
 namespace deepflow {

@@ -7,9 +7,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "deepflow/graph/passes/program.h"
+#include "deepflow/ops/fused_program.h"
 #include "deepflow/kernels/binary_functors.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 #include "deepflow/kernels/ref/conv_taps.h"
 #include "deepflow/kernels/ref/ref_util.h"
 #include "deepflow/ops/conv.h"

@@ -3,7 +3,7 @@
 // existing tensors (a constant, a variable's value) are returned as views.
 #include <cstring>
 
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 namespace deepflow {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 #include "deepflow/kernels/ref/ref_util.h"
 #include "deepflow/ops/index_util.h"
 

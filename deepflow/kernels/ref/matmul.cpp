@@ -3,7 +3,7 @@
 // in double; integers wrap in their own type (computed in uint64).
 #include <type_traits>
 
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 #include "deepflow/kernels/ref/ref_util.h"
 
 namespace deepflow {

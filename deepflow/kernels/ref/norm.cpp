@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 namespace deepflow {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "deepflow/core/parallel.h"
 #include "deepflow/core/random.h"
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 namespace deepflow {
 namespace {

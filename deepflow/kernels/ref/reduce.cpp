@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 #include "deepflow/kernels/ref/ref_util.h"
 
 namespace deepflow {

@@ -4,7 +4,7 @@
 // assignment), except pad and strided_slice_grad, which need a fill value.
 #include <cstring>
 
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 #include "deepflow/kernels/ref/ref_util.h"
 #include "deepflow/ops/shape_util.h"
 

@@ -3,7 +3,7 @@
 // written, in the compute type.
 #include <cmath>
 
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 #include "deepflow/kernels/ref/ref_util.h"
 
 namespace deepflow {

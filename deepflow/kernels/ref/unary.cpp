@@ -4,7 +4,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 namespace deepflow {
 namespace {

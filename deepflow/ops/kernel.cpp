@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "deepflow/kernels/kernel.h"
+#include "deepflow/ops/kernel.h"
 
 #include <algorithm>
 #include <mutex>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "deepflow/graph/passes/program.h"
+#include "deepflow/ops/fused_program.h"
 
 #include <algorithm>
 #include <cstdio>
