@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # The README's commands. Each installs what is missing, builds, then runs.
 BUILD ?= build
-ASAN_BUILD ?= build-asan
+# One clang build with ASan + UBSan serves both the sanitized test suite and the fuzzers
+# (coverage instrumentation costs the tests little; a second sanitized build of the
+# libraries would cost CI as much as the release build).
+SAN_BUILD ?= build-san
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-FUZZ_BUILD ?= build-fuzz
 FUZZ_TIME ?= 20
 FUZZ_TARGETS = graph_text_fuzz graph_def_fuzz idx_fuzz tfrecord_fuzz example_fuzz bundle_fuzz saved_model_fuzz \
   npy_fuzz rest_request_fuzz grpc_request_fuzz onnx_import_fuzz
@@ -14,7 +16,7 @@ FUZZ_TARGETS = graph_text_fuzz graph_def_fuzz idx_fuzz tfrecord_fuzz example_fuz
 DEMO_TARGETS = demo deepflow_cli
 PREFIX ?= /usr/local
 
-.PHONY: all deps deps-build peers build build-demo demo test test-asan bench fuzz install clean
+.PHONY: all deps deps-build deps-fuzz peers build build-demo demo test test-asan bench fuzz install clean
 
 all: build
 
@@ -25,7 +27,7 @@ deps-build:
 
 # Everything the tests use as well: test packages, npm material, the peers environment.
 deps: deps-build
-	@scripts/install-deps.sh build test fuzz
+	@scripts/install-deps.sh build test
 	@scripts/fetch-test-deps.sh
 
 # .venv-peers: TensorFlow 2.21 and the other oracles, pinned (bench/peers/requirements.txt).
@@ -50,28 +52,29 @@ demo: build-demo
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# ASan + UBSan build of the test suite (CI runs it after `make test`).
-$(ASAN_BUILD)/build.ninja:
-	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDEEPFLOW_SANITIZE=ON \
+# The sanitized build (clang++, ASan + UBSan, libFuzzer coverage): -O1 with line tables
+# keeps reports readable and the suite quick. CI runs test-asan after `make test`, then fuzz.
+$(SAN_BUILD)/build.ninja:
+	cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DDEEPFLOW_BUILD_FUZZ=ON \
 	  -DDEEPFLOW_BUILD_BENCH=OFF -DDEEPFLOW_BUILD_EXAMPLES=OFF $(CMAKE_FLAGS)
 
-test-asan: deps $(ASAN_BUILD)/build.ninja
-	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
+deps-fuzz: deps
+	@scripts/install-deps.sh fuzz
+
+test-asan: deps-fuzz $(SAN_BUILD)/build.ninja
+	cmake --build $(SAN_BUILD) -j $(JOBS)
+	cd $(SAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
 
 bench: build
 	scripts/install-deps.sh peers
 	scripts/run-bench.sh $(BUILD)
 
-# libFuzzer targets (clang++, ASan + UBSan): each parser runs FUZZ_TIME seconds from the seed
+# libFuzzer targets, in the sanitized build: each parser runs FUZZ_TIME seconds from the seed
 # corpus in fuzz/corpus/<target>; new inputs go to $(FUZZ_BUILD)/corpus, crashes to $(FUZZ_BUILD).
-$(FUZZ_BUILD)/build.ninja:
-	cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
-	  -DDEEPFLOW_BUILD_FUZZ=ON -DDEEPFLOW_BUILD_TESTS=OFF -DDEEPFLOW_BUILD_BENCH=OFF -DDEEPFLOW_BUILD_EXAMPLES=OFF \
-	  $(CMAKE_FLAGS)
-
-fuzz: deps $(FUZZ_BUILD)/build.ninja
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(FUZZ_TARGETS)
+FUZZ_BUILD = $(SAN_BUILD)
+fuzz: deps-fuzz $(SAN_BUILD)/build.ninja
+	cmake --build $(SAN_BUILD) -j $(JOBS) --target $(FUZZ_TARGETS)
 	set -e; for t in $(FUZZ_TARGETS); do \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
 	  ASAN_OPTIONS=detect_leaks=1 $(FUZZ_BUILD)/fuzz/$$t -max_total_time=$(FUZZ_TIME) -timeout=10 \
@@ -84,4 +87,4 @@ install: build-demo
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD)

@@ -61,41 +61,6 @@ void set_rate(benchmark::State& state, const char* unit, double per_iteration) {
   state.counters[unit] = benchmark::Counter(per_iteration * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// --- fp32 FMA peak: independent FMA chains in registers on every OpenMP thread ---
-//
-// What the cores really sustain (turbo included), the yardstick for matmul's share of
-// peak next to the nominal figure from /proc/cpuinfo. 12 chains of 8-lane FMAs hide the
-// 4-cycle latency of 2 FMA pipes; 32 fp32 flops per cycle per core on Zen 4, whether
-// issued as 256-bit or (double-pumped) 512-bit FMAs.
-
-constexpr int64_t kFmaLoops = 1 << 20;
-
-__attribute__((target("avx2,fma"))) float fma_chains(float seed) {
-  __m256 acc[12];
-  for (int j = 0; j < 12; ++j) acc[j] = _mm256_set1_ps(seed + float(j));
-  const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-6f);
-  for (int64_t i = 0; i < kFmaLoops; ++i)
-    for (int j = 0; j < 12; ++j) acc[j] = _mm256_fmadd_ps(acc[j], m, c);
-  __m256 s = acc[0];
-  for (int j = 1; j < 12; ++j) s = _mm256_add_ps(s, acc[j]);
-  return _mm256_cvtss_f32(s);
-}
-
-void bm_fma_peak(benchmark::State& state) {
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
-    state.SkipWithError("the CPU lacks AVX2/FMA");
-    return;
-  }
-  const int threads = intra_op_threads();
-  float sink = 0;
-  for (auto _ : state) {
-#pragma omp parallel num_threads(threads) reduction(+ : sink)
-    sink += fma_chains(float(omp_get_thread_num()));
-  }
-  benchmark::DoNotOptimize(sink);
-  set_rate(state, "GFLOP", double(threads) * double(kFmaLoops) * 12 * 8 * 2);
-}
-
 // --- matmul: a [n, n] x b [n, n] -> [n, n]; 2 n^3 flops ---
 
 void bm_matmul(benchmark::State& state, int64_t n, DType dtype) {
@@ -331,7 +296,6 @@ void register_all() {
   using benchmark::kMicrosecond;
   using benchmark::kMillisecond;
   using benchmark::kNanosecond;
-  benchmark::RegisterBenchmark("fma_peak_f32", bm_fma_peak)->UseRealTime()->Unit(kMillisecond);
   for (int64_t n : {512, 1024, 2048})
     benchmark::RegisterBenchmark(("matmul_f32_" + std::to_string(n)).c_str(), bm_matmul, n, DType::Float32)
         ->UseRealTime()->Unit(kMillisecond);

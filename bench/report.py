@@ -1,21 +1,36 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Joins deepflow_bench's JSON (one file per benchmark) with the peers' JSON: torch's, and
-ONNX Runtime's for the onnx/ rows (ort.jsonl, one line per benchmark, from run-bench.sh).
+"""Joins deepflow_bench's JSON (one file per benchmark) with the peers' JSON: TensorFlow's
+(tensorflow.json), torch's (torch.json) and ONNX Runtime's for the onnx/ rows (ort.jsonl,
+one line per benchmark), all from run-bench.sh; a missing file leaves its peer out.
 
-Prints a table and the performance targets, and writes bench-results.json:
-  {"benchmarks": [{"name", "value", "unit", "peer_value", "ratio"}, ...],
+Prints a table (TensorFlow first) and the performance targets, and writes bench-results.json:
+  {"benchmarks": [{"name", "peer", "value", "unit", ...}, ...],
    "targets": [...], "peak": {...}, "context": {...}}
-ratio is deepflow's speed relative to torch (> 1: deepflow is faster): value / peer for
-rates (GFLOP/s, GB/s), peer / value for times (ns, us). Standard library only.
+with one row per benchmark and peer: "peer" is "deepflow", "tensorflow", "torch" or
+"onnxruntime". A peer row's "ratio" is deepflow's speed relative to that peer (> 1: deepflow
+is faster): value / peer for rates (GFLOP/s, GB/s), peer / value for times (ns, us, ms).
+Extra figures go to "detail" (deepflow's counters, a peer's variants). Standard library only.
 """
 import argparse
 import glob
 import json
 import os
 
-# Zen 4: 2 FMA pipes x 8 fp32 lanes (256-bit; 512-bit FMAs are double-pumped) x 2 flops.
-FLOPS_PER_CYCLE = float(os.environ.get("DEEPFLOW_BENCH_FLOPS_PER_CYCLE", "32"))
-RATES = {"GFLOP": "GFLOP/s", "GB": "GB/s", "fraction": "x"}
+# The yardstick is the measured peak (bench/bench_peak.cpp: the widest FMA the CPU has).
+# A nominal figure is printed beside it only when the flops per cycle are given, since they
+# depend on the core (Ice Lake server: 2 x 512-bit FMA ports, 64; Zen 4: 512-bit FMAs
+# double-pumped through 256-bit pipes, 32).
+FLOPS_PER_CYCLE = float(os.environ.get("DEEPFLOW_BENCH_FLOPS_PER_CYCLE", "0")) or None
+# The CPU flags that decide which kernels and peaks apply.
+ISA_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_tile", "amx_bf16",
+             "amx_int8")
+RATES = {"GFLOP": "GFLOP/s", "GOP": "GOP/s", "GB": "GB/s", "fraction": "x"}
+SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+PEERS = ("tensorflow", "torch", "onnxruntime")  # the order of the rows and the table
+# Google Benchmark's own fields; any other number in an entry is a user counter.
+GBENCH_FIELDS = {"name", "family_index", "per_family_instance_index", "run_name", "run_type", "repetitions",
+                 "repetition_index", "threads", "aggregate_name", "aggregate_unit", "iterations", "real_time",
+                 "cpu_time", "time_unit", "error_occurred", "error_message", "label"}
 
 
 def load_deepflow(raw):
@@ -49,22 +64,71 @@ def load_deepflow(raw):
                 out[name] = {"value": e[key], "unit": unit}
                 break
         else:
+            key = None
             out[name] = {"value": e["real_time"], "unit": e["time_unit"]}
+        counters = {k: v for k, v in e.items() if k not in GBENCH_FIELDS and k != key}
+        if e.get("label"):
+            counters["label"] = e["label"]  # the peak rows: the instruction set they ran
+        if counters:
+            out[name]["detail"] = counters
         out[name]["context"] = data.get("context", {})
     return out
 
 
-def cpu_clock_ghz():
-    """The highest 'cpu MHz' in /proc/cpuinfo (under a hypervisor: the nominal clock)."""
-    mhz = []
+def load_peers(raw):
+    """peer -> (results {name: {"value", "unit", ...}}, meta); peers without a file are left out."""
+    peers = {}
+    for peer in ("tensorflow", "torch"):
+        path = os.path.join(raw, peer + ".json")
+        if os.path.exists(path):
+            try:
+                with open(path) as f:
+                    data = json.load(f)
+                peers[peer] = (data["results"], data["meta"])
+            except (OSError, ValueError, KeyError) as e:
+                print(f"report: ignoring {path}: {e}")
+    path = os.path.join(raw, "ort.jsonl")
+    if os.path.exists(path):
+        results, version = {}, None
+        with open(path) as f:
+            for line in f:
+                if line.strip():
+                    entry = json.loads(line)
+                    r = entry["result"]
+                    results[entry["name"]] = {"value": r["median_ms"], "unit": "ms",
+                                              **{k: r[k] for k in ("min_ms", "mean_ms", "cpu_median_ms", "iters")
+                                                 if k in r}}
+                    version = r.get("ort")
+        peers["onnxruntime"] = (results, version)
+    return peers
+
+
+def speedup(ours, theirs):
+    """deepflow's speed relative to the peer; None when either has no value or the units differ."""
+    if not ours.get("value") or not theirs.get("value"):
+        return None
+    if ours["unit"] in SECONDS and theirs["unit"] in SECONDS:
+        return theirs["value"] * SECONDS[theirs["unit"]] / (ours["value"] * SECONDS[ours["unit"]])
+    return ours["value"] / theirs["value"] if ours["unit"] == theirs["unit"] else None
+
+
+def cpu_info():
+    """(model name, highest 'cpu MHz' in GHz, the ISA_FLAGS present) from /proc/cpuinfo."""
+    model, mhz, flags = None, [], set()
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("cpu MHz"):
-                    mhz.append(float(line.split(":")[1]))
+                key, _, val = line.partition(":")
+                key = key.strip()
+                if key == "model name" and model is None:
+                    model = val.strip()
+                elif key == "cpu MHz":
+                    mhz.append(float(val))
+                elif key == "flags" and not flags:
+                    flags = set(val.split())
     except OSError:
         pass
-    return max(mhz) / 1000 if mhz else None
+    return model, (max(mhz) / 1000 if mhz else None), [f for f in ISA_FLAGS if f in flags]
 
 
 def fmt(v):
@@ -81,72 +145,86 @@ def main():
     args = ap.parse_args()
 
     ours = load_deepflow(args.raw)
-    peer, peer_meta = {}, None
-    peer_path = os.path.join(args.raw, "torch.json")
-    if os.path.exists(peer_path):
-        with open(peer_path) as f:
-            data = json.load(f)
-        peer, peer_meta = data["results"], data["meta"]
-    ort_path = os.path.join(args.raw, "ort.jsonl")
-    ort_version = None
-    if os.path.exists(ort_path):
-        with open(ort_path) as f:
-            for line in f:
-                if line.strip():
-                    entry = json.loads(line)
-                    r = entry["result"]
-                    peer[entry["name"]] = {"value": r["median_ms"], "unit": "ms", "peer": "onnxruntime"}
-                    ort_version = r.get("ort")
+    peers = load_peers(args.raw)
 
     rows = []
     for name, r in ours.items():
-        row = {"name": name, "value": r.get("value"), "unit": r.get("unit"), "peer_value": None, "ratio": None}
-        p = peer.get(name)
-        if p and r.get("value"):
-            row["peer_value"] = p["value"]
-            timed = r["unit"] in ("ns", "us", "ms", "s")
-            row["ratio"] = p["value"] / r["value"] if timed else r["value"] / p["value"]
-            extra = {k: v for k, v in p.items() if k not in ("value", "unit")}
-            if extra:
-                row["peer_detail"] = extra
-        if "error" in r:
-            row["error"] = r["error"]
+        row = {"name": name, "peer": "deepflow", "value": r.get("value"), "unit": r.get("unit")}
+        for key in ("error", "detail"):
+            if key in r:
+                row[key] = r[key]
         rows.append(row)
-    by_name = {r["name"]: r for r in rows}
+        for peer in PEERS:
+            p = peers.get(peer, ({}, None))[0].get(name)
+            if p is None:
+                continue
+            prow = {"name": name, "peer": peer, "value": p.get("value"), "unit": p.get("unit"),
+                    "ratio": speedup(r, p)}
+            extra = {k: v for k, v in p.items() if k not in ("value", "unit", "error")}
+            if extra:
+                prow["detail"] = extra
+            if p.get("error"):
+                prow["error"] = p["error"]
+            rows.append(prow)
+    by_name = {r["name"]: r for r in rows if r["peer"] == "deepflow"}
+    peer_rows = {(r["name"], r["peer"]): r for r in rows if r["peer"] != "deepflow"}
+
+    def ratio(name, peer):
+        return peer_rows.get((name, peer), {}).get("ratio")
 
     def value(name):
         return by_name.get(name, {}).get("value")
 
-    # fp32 peak = cores x FMA pipes x lanes x 2 x clock; the clock from /proc/cpuinfo is the
-    # nominal one, and turbo runs faster, so the measured FMA peak counts when it is higher.
+    # The peaks are measured (bench_peak.cpp), each with the widest instruction of its kind;
+    # the row's label says which. matmul and conv are stated as shares of them.
     cores = min(args.threads, os.cpu_count() or args.threads)
-    clock = cpu_clock_ghz()
-    nominal = cores * FLOPS_PER_CYCLE * clock if clock else None
+    model, clock, isa = cpu_info()
+
+    def label(name):
+        return by_name.get(name, {}).get("detail", {}).get("label")
+
     measured = value("fma_peak_f32")
-    candidates = [v for v in (nominal, measured) if v]
+    nominal = cores * FLOPS_PER_CYCLE * clock if clock and FLOPS_PER_CYCLE else None
     peak = {
-        "cores": cores, "flops_per_cycle_per_core": FLOPS_PER_CYCLE, "cpuinfo_clock_ghz": clock,
-        "nominal_gflops": nominal, "measured_fma_gflops": measured,
-        "effective_clock_ghz": measured / (cores * FLOPS_PER_CYCLE) if measured else None,
-        "peak_gflops": max(candidates) if candidates else None,
+        "cpu": model, "isa": isa, "cores": cores, "cpuinfo_clock_ghz": clock,
+        "fp32_isa": label("fma_peak_f32"), "peak_gflops": measured,
+        "avx2_fma_gflops": value("fma_peak_f32_avx2"),
+        "int8_vnni_gops": value("vnni_peak_int8"), "bf16_gflops": value("bf16_peak"),
+        "nominal_gflops": nominal, "flops_per_cycle_per_core": FLOPS_PER_CYCLE,
+        "shares": {},
     }
+    for name, r in by_name.items():
+        if not (name.startswith("matmul_") or name.startswith("conv2d_")) or not r.get("value"):
+            continue
+        if "bf16" in name:
+            # With AMX tiles oneDNN's bf16 matmul runs on them, past what vdpbf16ps can do.
+            if "amx_bf16" not in isa and peak["bf16_gflops"]:
+                peak["shares"][name] = r["value"] / peak["bf16_gflops"]
+        elif measured:
+            peak["shares"][name] = r["value"] / measured
 
     def target(what, got, want, ok):
         return {"target": what, "got": got, "want": want, "pass": None if got is None else ok}
 
     mm, add, copy, disp = value("matmul_f32_1024"), value("add_16M"), value("copy_16M"), value("dispatch_add_8")
-    mm_ratio = by_name.get("matmul_f32_1024", {}).get("ratio")
+    mm_ratio = ratio("matmul_f32_1024", "torch")
+    mm_tf = ratio("matmul_f32_1024", "tensorflow")
     # Interleaved add/memcpy when it ran; else the two separate benchmarks.
     add_share = value("add_vs_copy_16M") or (add / copy if add and copy else None)
     # Same batch on both sides, so the samples/s ratio is the step-time ratio.
-    mlp_ratio = by_name.get("keras/mlp_sgd_b128", {}).get("ratio")
-    lenet_ratio = by_name.get("keras/lenet_adam_b64", {}).get("ratio")
+    mlp_ratio = ratio("keras/mlp_sgd_b128", "torch")
+    lenet_ratio = ratio("keras/lenet_adam_b64", "torch")
+    mlp_tf, lenet_tf = ratio("keras/mlp_sgd_b128", "tensorflow"), ratio("keras/lenet_adam_b64", "tensorflow")
     # ONNX inference: the same file and input in onnxruntime (ratio = speed, > 1: deepflow faster).
-    onnx_ratios = [by_name.get(f"onnx/{m}/b{b}", {}).get("ratio") for m in ("resnet18", "mobilenet_v2")
+    onnx_ratios = [ratio(f"onnx/{m}/b{b}", "onnxruntime") for m in ("resnet18", "mobilenet_v2")
                    for b in (1, 8)]
     onnx_ratios = [r for r in onnx_ratios if r is not None]
     onnx_worst = min(onnx_ratios) if onnx_ratios else None
     targets = [
+        target("matmul f32 1024 vs tensorflow (x)", mm_tf, ">= 0.95", mm_tf is not None and mm_tf >= 0.95),
+        target("keras mlp_sgd_b128 speed vs tensorflow (x)", mlp_tf, ">= 1.0", mlp_tf is not None and mlp_tf >= 1.0),
+        target("keras lenet_adam_b64 speed vs tensorflow (x)", lenet_tf, ">= 1.0",
+               lenet_tf is not None and lenet_tf >= 1.0),
         target("matmul f32 1024 vs torch (x)", mm_ratio, ">= 0.95", mm_ratio is not None and mm_ratio >= 0.95),
         target("matmul f32 1024 share of fp32 peak", mm / peak["peak_gflops"] if mm and peak["peak_gflops"] else None,
                ">= 0.75", bool(mm and peak["peak_gflops"] and mm >= 0.75 * peak["peak_gflops"])),
@@ -160,21 +238,40 @@ def main():
                onnx_worst is not None and onnx_worst >= 1.0),
     ]
 
-    w = max([len("benchmark")] + [len(r["name"]) for r in rows])
+    # TensorFlow first; torch and ONNX Runtime share a column (ONNX Runtime has only onnx/ rows).
+    def cell(name, *names):
+        p = next((peer_rows[(name, n)] for n in names if (name, n) in peer_rows), None)
+        if p is None:
+            return "-", "-"
+        if p.get("value") is None:
+            return "error", "-"
+        return fmt(p["value"]), (f"{p['ratio']:.2f}x" if p["ratio"] is not None else "-")
+
+    w = max([len("benchmark")] + [len(name) for name in by_name])
     print()
-    print(f"{'benchmark':{w}s} {'deepflow':>10s} {'peer':>10s} {'unit':>8s} {'speedup':>8s}")
-    print("-" * (w + 40))
-    for r in rows:
+    print(f"{'benchmark':{w}s} {'deepflow':>10s} {'tensorflow':>10s} {'vs tf':>7s} {'torch/ort':>10s} "
+          f"{'vs torch':>8s} {'unit':>8s}")
+    print("-" * (w + 60))
+    for name, r in by_name.items():
         if r.get("error"):
-            print(f"{r['name']:{w}s} error: {r['error'][:60]}")
+            print(f"{name:{w}s} error: {r['error'][:60]}")
             continue
-        ratio = f"{r['ratio']:.2f}x" if r["ratio"] is not None else "-"
-        print(f"{r['name']:{w}s} {fmt(r['value']):>10s} {fmt(r['peer_value']):>10s} {r['unit']:>8s} {ratio:>8s}")
-    print("speedup: deepflow relative to the peer (torch; onnxruntime for onnx/), > 1 means deepflow is faster")
-    if peak["peak_gflops"]:
-        print(f"fp32 peak: {cores} cores x {FLOPS_PER_CYCLE:g} flops/cycle x "
-              f"{fmt(clock)} GHz (cpuinfo) = {fmt(nominal)} GFLOP/s nominal; measured FMA peak "
-              f"{fmt(measured)} GFLOP/s; using {fmt(peak['peak_gflops'])}")
+        tf_value, tf_ratio = cell(name, "tensorflow")
+        pt_value, pt_ratio = cell(name, "torch", "onnxruntime")
+        print(f"{name:{w}s} {fmt(r['value']):>10s} {tf_value:>10s} {tf_ratio:>7s} {pt_value:>10s} {pt_ratio:>8s} "
+              f"{r['unit']:>8s}")
+    print("vs tf, vs torch: deepflow's speed relative to TensorFlow and to torch (onnxruntime for onnx/),")
+    print("> 1 means deepflow is faster; TensorFlow's keras/ rows are its fastest of fit, tf.function and XLA")
+    print(f"cpu: {model or 'unknown'}, {cores} threads, {fmt(clock)} GHz (cpuinfo); isa: {' '.join(isa) or '-'}")
+    if measured:
+        others = [f"{what} {fmt(v)} {unit}" for what, v, unit in (
+            ("avx2 fma", peak["avx2_fma_gflops"], "GFLOP/s"), ("int8 vnni", peak["int8_vnni_gops"], "GOP/s"),
+            ("bf16", peak["bf16_gflops"], "GFLOP/s")) if v]
+        print(f"peak (measured, {cores} threads): fp32 {fmt(measured)} GFLOP/s with {label('fma_peak_f32')} FMAs"
+              + (f"; {', '.join(others)}" if others else "")
+              + (f"; nominal {fmt(nominal)} at {FLOPS_PER_CYCLE:g} flops/cycle" if nominal else ""))
+        print("share of peak: " + ", ".join(f"{n} {v:.0%}" for n, v in peak["shares"].items())
+              + ("; bf16 matmul runs on AMX tiles here, which are not measured" if "amx_bf16" in isa else ""))
     stream = value("copy_16M_stream")
     if add and stream:
         print(f"add 16M is {add / stream:.2f} of the streaming-copy ceiling ({fmt(stream)} GB/s, "
@@ -191,7 +288,7 @@ def main():
         "context": {"threads": args.threads, "loadavg": open("/proc/loadavg").read().split()[:3],
                     "deepflow": {k: ctx.get(k) for k in ("host_name", "num_cpus", "mhz_per_cpu", "omp_threads")
                                  if k in ctx},
-                    "torch": peer_meta, "onnxruntime": ort_version},
+                    **{peer: peers.get(peer, (None, None))[1] for peer in PEERS}},
     }
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)

@@ -29,7 +29,7 @@ build=(
   libonnx-dev                                   # ONNX import/export
 )
 test=(
-  python3-grpcio python3-protobuf wrk time      # serving tests (a Python gRPC client) and bench/serving
+  python3-grpcio python3-protobuf wrk time curl # serving tests (a Python gRPC client) and bench/serving
   libonnx-testdata                              # the ONNX backend conformance cases
   python3-torch python3-torchvision             # torchvision models exported to ONNX for the import tests
   python3-venv                                  # .venv-peers when the python3 on PATH is Debian's

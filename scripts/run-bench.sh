@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Runs deepflow's benchmarks and the PyTorch peer, then prints a table and writes
-# <build>/bench-results.json. Called by `make bench` as: scripts/run-bench.sh build
+# Runs deepflow's benchmarks and its peers (TensorFlow, PyTorch, ONNX Runtime), then prints a
+# table and writes <build>/bench-results.json. Called by `make bench` as: scripts/run-bench.sh build
 #
 # Settings (environment): DEEPFLOW_BENCH_REPS (repetitions, default 5; medians are
 # reported), DEEPFLOW_BENCH_MIN_TIME (seconds per repetition, default 0.2),
 # DEEPFLOW_BENCH_THREADS (threads for both sides, default 2), DEEPFLOW_BENCH_FILTER
 # (regex on benchmark names), PYTHON (an interpreter that imports torch),
+# DEEPFLOW_PEERS_VENV (the TensorFlow venv of scripts/install-peers.sh, default .venv-peers),
 # DEEPFLOW_ONNX_MODELS (scripts/make-onnx-models.py's output, default data/onnx_models).
 # docs/benchmarks.md describes each benchmark and how the fp32 peak is computed.
 set -euo pipefail
@@ -66,7 +67,22 @@ if [[ -n $python ]]; then
     rm -f "$raw/torch.json"
   fi
 else
-  echo "run-bench: no python3 with torch (DEEPFLOW_PEERS=1 scripts/install-deps.sh); no peer column" >&2
+  echo "run-bench: no python3 with torch (scripts/install-deps.sh peers); no peer column" >&2
+fi
+
+# The TensorFlow peer: TF 2.21 from .venv-peers (make peers), run from the repository root.
+# oneDNN stays at its x86 default (on); the OpenBLAS pins go for the same reason as torch's.
+tf_python=${DEEPFLOW_PEERS_VENV:-$root/.venv-peers}/bin/python
+if [[ -x $tf_python ]] && TF_CPP_MIN_LOG_LEVEL=3 "$tf_python" -c "import tensorflow" >/dev/null 2>&1; then
+  echo "run-bench: tensorflow peer ($tf_python)" >&2
+  if ! (cd "$root" && env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$threads" \
+      "$tf_python" bench/peers/tf_peer.py --threads "$threads" --repetitions "$reps" \
+      --min-time "$min_time" --filter "$filter") >"$raw/tensorflow.json"; then
+    echo "run-bench: the tensorflow peer failed; the table has no tensorflow column" >&2
+    rm -f "$raw/tensorflow.json"
+  fi
+else
+  echo "run-bench: $tf_python missing or without tensorflow (make peers); no tensorflow column" >&2
 fi
 
 # The ONNX Runtime peer (onnxruntime-node from scripts/fetch-test-deps.sh) for the onnx/ rows:

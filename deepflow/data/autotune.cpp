@@ -140,8 +140,7 @@ void Node::record_work(int64_t busy_ns) {
   s.busy += busy_ns;
   if (now - s.last_wall < 1000000) return;
   const int64_t cpu = thread_cpu_ns();
-  cpu_ns_.fetch_add(cpu - s.last_cpu, std::memory_order_relaxed);
-  busy_ns_.fetch_add(s.busy, std::memory_order_relaxed);
+  add_cpu_sample(cpu - s.last_cpu, s.busy);
   s = {id_, now, cpu, 0};
 }
 

@@ -152,6 +152,13 @@ class Node : public std::enable_shared_from_this<Node> {
   void record_output(const Element& e);
   /// A worker finished one unit of work that took `busy_ns` of wall time.
   void record_work(int64_t busy_ns);
+  /// Workers used `cpu_ns` of CPU time in `busy_ns` of busy wall time (their ratio is the
+  /// share of a core a busy worker uses). record_work() samples the thread's CPU clock into
+  /// it; tests call it directly, so their figures do not depend on the machine's load.
+  void add_cpu_sample(int64_t cpu_ns, int64_t busy_ns) {
+    cpu_ns_.fetch_add(cpu_ns, std::memory_order_relaxed);
+    busy_ns_.fetch_add(busy_ns, std::memory_order_relaxed);
+  }
   void add_consumer_time(int64_t ns) { consumer_ns_.fetch_add(ns, std::memory_order_relaxed); }
   /// Time (part of processing) the consumer's thread spent taking `elements`
   /// elements from the node's threads, and time those threads spent handing them.

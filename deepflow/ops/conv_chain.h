@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "deepflow/ops/fused.h"
+#include "deepflow/ops/op.h"
 
 namespace deepflow::conv_chain {
 

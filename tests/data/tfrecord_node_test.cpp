@@ -20,6 +20,7 @@
 #include "deepflow/data/dataset.h"
 #include "deepflow/data/example.h"
 #include "deepflow/data/tfrecord.h"
+#include "oracle.h"
 
 namespace deepflow::data {
 namespace {
@@ -92,13 +93,13 @@ class TFRecordNodeTest : public ::testing::Test {
  protected:
   void SetUp() override {
     root_ = source_dir();
-    if (root_.empty()) GTEST_SKIP() << "cannot find the source tree (set DEEPFLOW_SOURCE_DIR)";
+    if (root_.empty()) DEEPFLOW_ORACLE_MISSING("cannot find the source tree (set DEEPFLOW_SOURCE_DIR)");
     int status = 0;
     run("node --version 2>/dev/null", &status);
-    if (status != 0) GTEST_SKIP() << "node is not installed";
+    if (status != 0) DEEPFLOW_ORACLE_MISSING("node is not installed");
     modules_ = root_ + "/data/node_modules";
     if (!fs::exists(modules_ + "/@roboflow/tfrecords/package.json"))
-      GTEST_SKIP() << "@roboflow/tfrecords is not in " << modules_ << " (run scripts/fetch-test-deps.sh)";
+      DEEPFLOW_ORACLE_MISSING("@roboflow/tfrecords is not in " << modules_ << " (run scripts/fetch-test-deps.sh)");
     std::string tmpl = ::testing::TempDir() + "tfrecord_node_XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;

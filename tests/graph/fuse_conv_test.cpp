@@ -133,7 +133,8 @@ TEST(FuseConv, LeakyReluAndEluInTheirWhereForms) {
       {"Elu import", [](const Tensor& z) { return where(less(z, scalar(0.f)), (exp(z) - 1.0) * 1.0, z); }, "elu"},
       {"elu alpha 2", [](const Tensor& z) { return elu(z, 2.0); }, ""},
   };
-  for (const auto& [what, act, want_act] : forms) {
+  for (const auto& [what, act_binding, want_act] : forms) {
+    const F& act = act_binding;  // a lambda cannot capture a structured binding in clang 14
     auto g = build({{1, 6, 6, 2}}, [&](const TensorList& x) { return TensorList{act(conv2d(x[0], w) + b)}; });
     Tensor x = rnd({1, 6, 6, 2}, -2, 2, 24);
     const Tensor want = call_graph(*g, {x})[0];

@@ -105,7 +105,8 @@ TEST(FitDataset, StepsPerEpochValidationAndShuffledEpochs) {
 }
 
 TEST(FitDataset, Errors) {
-  auto [x, y] = blobs(16, 1);
+  auto [bx, by] = blobs(16, 1);
+  Tensor x = bx, y = by;  // lambdas below capture them (clang 14 cannot capture structured bindings)
   auto model = compiled_mlp();
   EXPECT_THAT(error_of([&] { model->fit(Dataset::from_tensor_slices({x, y}).batch(4).repeat(), {.verbose = 0}); }),
               HasSubstr("[fit] the dataset is infinite (repeat() without a count?): give steps_per_epoch"));

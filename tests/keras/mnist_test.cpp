@@ -14,6 +14,7 @@
 
 #include "deepflow/ops/ops.h"
 #include "test_util.h"
+#include "oracle.h"
 
 namespace deepflow::keras::datasets {
 namespace {
@@ -155,7 +156,7 @@ TEST(KerasMnist, DefaultDirFollowsTheEnvironment) {
 TEST(KerasMnist, RealData) {
   const std::string dir = mnist::default_dir();
   if (!std::filesystem::exists(dir + "/train-images-idx3-ubyte")) {
-    GTEST_SKIP() << "MNIST not in " << dir << " (scripts/fetch-data.sh fetches it)";
+    DEEPFLOW_ORACLE_MISSING("MNIST not in " << dir << " (scripts/fetch-data.sh fetches it)");
   }
   auto [train, test] = mnist::load_data();
   EXPECT_EQ(train.x.shape(), Shape({60000, 28, 28}));

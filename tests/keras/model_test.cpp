@@ -223,7 +223,8 @@ TEST(MixedPrecision, Float16ScalesTheLossAndSkipsOverflowingSteps) {
 
 // Half the labels flipped, with weight 0: the model learns the clean half only.
 TEST(Fit, SampleWeightsMaskSamples) {
-  auto [x, y] = blobs(512, 80);
+  auto [bx, by] = blobs(512, 80);
+  Tensor x = bx, y = by;  // a lambda below captures them (clang 14 cannot capture structured bindings)
   Tensor second_half = greater_equal(arange(0, 512, 1, DType::Int32), scalar(256, DType::Int32));
   Tensor noisy = where(second_half, scalar(1, DType::Int32) - y, y);
   Tensor weights = where(second_half, scalar(0.0), scalar(1.0));

@@ -23,6 +23,7 @@
 #include "deepflow/onnx/onnx.h"
 #include "deepflow/ops/conv.h"
 #include "deepflow/ops/ops.h"
+#include "oracle.h"
 
 using namespace deepflow;
 namespace op = ::onnx;
@@ -520,7 +521,7 @@ TEST(OnnxExport, KerasFunctionalTwoInputs) {
 
 TEST(OnnxExport, OnnxRuntimeAvailability) {
   std::string why;
-  if (ort_modules(&why).empty()) GTEST_SKIP() << "ONNX Runtime checks skipped: " << why;
+  if (ort_modules(&why).empty()) DEEPFLOW_ORACLE_MISSING("ONNX Runtime checks skipped: " << why);
   SUCCEED();
 }
 

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "deepflow/onnx/onnx.h"
+#include "oracle.h"
 
 using namespace deepflow;
 namespace fs = std::filesystem;
@@ -40,11 +41,11 @@ class TorchvisionTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TorchvisionTest, MatchesTorch) {
   const std::string dir = models_dir();
-  if (dir.empty()) GTEST_SKIP() << "set DEEPFLOW_ONNX_MODELS (scripts/make-onnx-models.py OUTDIR writes the models)";
+  if (dir.empty()) DEEPFLOW_ORACLE_MISSING("set DEEPFLOW_ONNX_MODELS (scripts/make-onnx-models.py OUTDIR writes the models)");
   const fs::path model_dir = fs::path(dir) / GetParam();
   const fs::path model_path = model_dir / "model.onnx";
   if (!fs::exists(model_path)) {
-    GTEST_SKIP() << model_path << " is missing: /usr/bin/python3 scripts/make-onnx-models.py " << dir;
+    DEEPFLOW_ORACLE_MISSING(model_path << " is missing: /usr/bin/python3 scripts/make-onnx-models.py " << dir);
   }
 
   auto t0 = std::chrono::steady_clock::now();

@@ -24,6 +24,7 @@
 #include "deepflow/serving/tensor_proto.h"
 #include "serving/serving_test_util.h"
 #include "serving_apis.grpc.pb.h"
+#include "oracle.h"
 
 namespace deepflow {
 namespace {
@@ -590,10 +591,10 @@ TEST_F(GrpcService, ShutdownFinishesTheCallInFlight) {
 TEST_F(GrpcService, PythonClient) {
   const char* python = "/usr/bin/python3";
   if (!std::filesystem::exists(python) || std::system("/usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null")) {
-    GTEST_SKIP() << "/usr/bin/python3 cannot import grpc and google.protobuf (Debian python3-grpcio, python3-protobuf)";
+    DEEPFLOW_ORACLE_MISSING("/usr/bin/python3 cannot import grpc and google.protobuf (Debian python3-grpcio, python3-protobuf)");
   }
   if (!std::filesystem::exists("/usr/bin/grpc_python_plugin") || std::system("protoc --version >/dev/null 2>&1")) {
-    GTEST_SKIP() << "protoc or /usr/bin/grpc_python_plugin missing (Debian protobuf-compiler-grpc)";
+    DEEPFLOW_ORACLE_MISSING("protoc or /usr/bin/grpc_python_plugin missing (Debian protobuf-compiler-grpc)");
   }
   std::string script = std::string(DEEPFLOW_PROTO_DIR) + "/../tests/serving/grpc_client.py";
   std::string log = tmp_ / "client.log";

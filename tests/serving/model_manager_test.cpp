@@ -16,6 +16,7 @@
 
 #include "deepflow/core/allocator.h"
 #include "serving/serving_test_util.h"
+#include "oracle.h"
 
 namespace deepflow {
 namespace {
@@ -604,7 +605,7 @@ int64_t rss_bytes() {
   return resident * int64_t(::sysconf(_SC_PAGESIZE));
 }
 
-#if defined(__SANITIZE_ADDRESS__)
+#if DEEPFLOW_TEST_SANITIZED
 constexpr bool kSanitized = true;  // ASan's quarantine keeps freed memory: RSS says nothing
 #else
 constexpr bool kSanitized = false;

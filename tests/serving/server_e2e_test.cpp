@@ -25,6 +25,7 @@
 
 #include "deepflow/serving/server.h"
 #include "serving/serving_test_util.h"
+#include "oracle.h"
 
 namespace deepflow {
 namespace {
@@ -300,7 +301,7 @@ std::string run_command(const std::string& command) {
 }
 
 TEST(ServeBinary, CurlAsDocumentedThenSigterm) {
-  if (std::system("curl --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "curl is not installed";
+  if (std::system("curl --version > /dev/null 2>&1") != 0) DEEPFLOW_ORACLE_MISSING("curl is not installed");
   testing::TempDir tmp;
   std::string base = tmp / "half_plus_two";
   fs::create_directories(base);

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: Apache-2.0
+// Cross-check with TensorFlow 2.21 itself (the peers environment, `make peers`): TF writes
+// TFRecord files of tf.train.Examples, uncompressed, ZLIB and GZIP, that we read and parse,
+// and TF's TFRecordDataset and parse_single_example read the files we write. Driven through
+// tests/data/tfrecord_tf.py, which prints each record as a canonical dump; we print the same
+// from our side and compare. Skips, saying why, without the environment (fails under CI).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "deepflow/data/dataset.h"
+#include "deepflow/data/example.h"
+#include "deepflow/data/tfrecord.h"
+#include "oracle.h"
+
+namespace deepflow::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* const kCompressions[] = {"NONE", "ZLIB", "GZIP"};
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string hex(const std::string& s) {
+  std::string out;
+  char b[3];
+  for (unsigned char c : s) {
+    std::snprintf(b, sizeof b, "%02x", c);
+    out += b;
+  }
+  return out;
+}
+
+// The dump tfrecord_tf.py prints: features sorted by name, `name=kind:v,v`.
+std::string dump(const std::map<std::string, FeatureValues>& features) {
+  std::ostringstream out;
+  bool first = true;
+  for (const auto& [name, v] : features) {
+    out << (first ? "" : " ") << name << "=";
+    first = false;
+    auto join = [&](const auto& values, auto fmt) {
+      for (size_t k = 0; k < values.size(); ++k) out << (k ? "," : "") << fmt(values[k]);
+    };
+    switch (v.kind) {
+      case FeatureValues::Kind::Float:
+        out << "float:";
+        join(v.floats, [](float x) {
+          uint32_t u;
+          std::memcpy(&u, &x, 4);
+          char b[9];
+          std::snprintf(b, sizeof b, "%08x", u);
+          return std::string(b);
+        });
+        break;
+      case FeatureValues::Kind::Int64:
+        out << "int64:";
+        join(v.int64s, [](int64_t x) { return std::to_string(x); });
+        break;
+      case FeatureValues::Kind::Bytes:
+        out << "bytes:";
+        join(v.bytes, [](const std::string& x) { return hex(x); });
+        break;
+      case FeatureValues::Kind::None:
+        out << "none:";
+        break;
+    }
+  }
+  return out.str();
+}
+
+class TFRecordTensorFlowTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    python_ = testing::peers_python();
+    if (python_.empty()) DEEPFLOW_ORACLE_MISSING("no .venv-peers/bin/python (make peers installs TensorFlow 2.21)");
+    std::string tmpl = ::testing::TempDir() + "tfrecord_tf_XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+  // Runs tfrecord_tf.py; its stdout (TF's logs go to stderr, kept out of the comparison).
+  std::string tf(const std::string& args) {
+    const std::string cmd = "TF_CPP_MIN_LOG_LEVEL=3 '" + python_ + "' '" DEEPFLOW_TESTS_SOURCE_ROOT
+                            "/tests/data/tfrecord_tf.py' " + args + " 2>'" + dir_ + "/stderr'";
+    std::string out;
+    FILE* f = ::popen(cmd.c_str(), "r");
+    if (!f) return out;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+    const int status = ::pclose(f);
+    std::ifstream err(dir_ + "/stderr");
+    std::stringstream e;
+    e << err.rdbuf();
+    EXPECT_EQ(status, 0) << cmd << "\n" << e.str();
+    return out;
+  }
+  std::string python_, dir_;
+};
+
+TEST_F(TFRecordTensorFlowTest, WeReadTheirFiles) {
+  const std::string want = tf("write '" + dir_ + "' 9");
+  ASSERT_EQ(std::count(want.begin(), want.end(), '\n'), 9) << want;
+  for (const char* compression : kCompressions) {
+    const std::string file = dir_ + "/" + lower(compression) + ".tfrecord";
+    std::string got;
+    RecordReader r(file, {.compression_type = compression == std::string("NONE") ? "" : compression});
+    while (auto record = r.read()) got += dump(read_example(*record)) + "\n";
+    EXPECT_EQ(got, want) << compression;
+  }
+  // And parsed into tensors through the Dataset API, as a training input would be.
+  const std::map<std::string, FeatureSpec> spec = {
+      {"i", FixedLenFeature{DType::Int64, {3}}}, {"s", FixedLenFeature{DType::String, {2}}},
+      {"f", FixedLenFeature{DType::Float32, {3}}}, {"b", VarLenFeature{DType::String}}};
+  int64_t rows = 0;
+  for (const Element& batch : Dataset::tfrecord({dir_ + "/gzip.tfrecord"}, {.compression_type = "GZIP"}).batch(4)) {
+    const ParsedExamples p = parse_example(batch[0], spec);
+    const int64_t* i = p.dense.at("i").data<int64_t>();
+    for (int64_t r = 0; r < batch[0].dim(0); ++r, ++rows) {
+      EXPECT_EQ(i[r * 3], rows);
+      EXPECT_EQ(i[r * 3 + 2], (int64_t(1) << 62) + rows);
+      EXPECT_EQ(p.dense.at("s").data<std::string>()[r * 2], "name" + std::to_string(rows));
+    }
+  }
+  EXPECT_EQ(rows, 9);
+}
+
+TEST_F(TFRecordTensorFlowTest, TheyReadOurFiles) {
+  std::string records;
+  std::vector<std::string> serialized;
+  for (int i = 0; i < 6; ++i) {
+    ExampleBuilder b;
+    b.set("f", std::vector<float>{float(i) + 0.5f, -0.0f, 1e-30f * float(i)});
+    b.set("i", std::vector<int64_t>{i, -(int64_t(1) << 50) * i, INT64_MAX - i});
+    b.set("s", std::vector<std::string>{"", std::string("a\0b", 3) + std::to_string(i)});
+    serialized.push_back(b.serialize());
+    records += dump(read_example(serialized.back())) + "\n";
+  }
+  std::string want;
+  for (const char* compression : kCompressions) {
+    RecordWriter w(dir_ + "/" + lower(compression) + ".tfrecord",
+                   {.compression_type = compression == std::string("NONE") ? "" : compression});
+    for (const std::string& s : serialized) w.write(s);
+    w.close();
+    want += "file " + lower(compression) + ".tfrecord\n" + records + "count 6\n";
+  }
+  EXPECT_EQ(tf("read '" + dir_ + "'"), want);
+}
+
+}  // namespace
+}  // namespace deepflow::data

@@ -1,0 +1,2 @@
+// A fixture for the layering check: lite builds without the core.
+#include "deepflow/core/tensor.h"
