@@ -13,37 +13,14 @@ import argparse
 import json
 import os
 import re
-import statistics
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 
+from peer_timing import time_per_call  # bench/peers is on sys.path when run as a script
+
 N16M = 1 << 24
-
-
-def time_per_call(fn, repetitions, min_time):
-    """Median seconds per call of fn over `repetitions` blocks of >= min_time seconds."""
-    fn()
-    # Warm-up and calibration: grow the block until it lasts a tenth of min_time.
-    calls = 1
-    while True:
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_time / 10:
-            break
-        calls *= 4
-    calls = max(1, int(calls * min_time / max(elapsed, 1e-9)))
-    samples = []
-    for _ in range(repetitions):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        samples.append((time.perf_counter() - start) / calls)
-    return statistics.median(samples)
 
 
 def main():

@@ -20,6 +20,7 @@
 #include "deepflow/data/dataset.h"
 #include "deepflow/data/example.h"
 #include "deepflow/data/tfrecord.h"
+#include "data/data_test_util.h"
 #include "oracle.h"
 
 namespace deepflow::data {
@@ -50,24 +51,6 @@ std::string run(const std::string& cmd, int* status) {
   while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
   *status = ::pclose(f);
   return out;
-}
-
-std::string hex(const std::string& s) {
-  std::string out;
-  char b[3];
-  for (unsigned char c : s) {
-    std::snprintf(b, sizeof b, "%02x", c);
-    out += b;
-  }
-  return out;
-}
-
-std::string float_bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  char b[9];
-  std::snprintf(b, sizeof b, "%08x", u);
-  return b;
 }
 
 // The values tfrecord_cross.js builds for example i (keep the two in step).
@@ -166,9 +149,9 @@ TEST_F(TFRecordNodeTest, TheyReadOurFiles) {
     for (int i = 0; i < n; ++i) {
       const Expected e = expected(i);
       w.write(ExampleBuilder().set("f", e.f).set("i", e.i).set("s", e.s).set("b", e.b).serialize());
-      want << "record " << i << ": b=bytes:" << hex(e.b[0]) << " f=float:" << float_bits(e.f[0]) << ","
+      want << "record " << i << ": b=bytes:" << hex_string(e.b[0]) << " f=float:" << float_bits(e.f[0]) << ","
            << float_bits(e.f[1]) << "," << float_bits(e.f[2]) << " i=int64:" << e.i[0] << "," << e.i[1] << "," << e.i[2]
-           << " s=bytes:" << hex(e.s[0]) << "," << hex(e.s[1]) << "\n";
+           << " s=bytes:" << hex_string(e.s[0]) << "," << hex_string(e.s[1]) << "\n";
     }
     w.close();
   }

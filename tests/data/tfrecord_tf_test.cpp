@@ -22,6 +22,7 @@
 #include "deepflow/data/dataset.h"
 #include "deepflow/data/example.h"
 #include "deepflow/data/tfrecord.h"
+#include "data/data_test_util.h"
 #include "oracle.h"
 
 namespace deepflow::data {
@@ -34,16 +35,6 @@ const char* const kCompressions[] = {"NONE", "ZLIB", "GZIP"};
 std::string lower(std::string s) {
   for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
   return s;
-}
-
-std::string hex(const std::string& s) {
-  std::string out;
-  char b[3];
-  for (unsigned char c : s) {
-    std::snprintf(b, sizeof b, "%02x", c);
-    out += b;
-  }
-  return out;
 }
 
 // The dump tfrecord_tf.py prints: features sorted by name, `name=kind:v,v`.
@@ -59,13 +50,7 @@ std::string dump(const std::map<std::string, FeatureValues>& features) {
     switch (v.kind) {
       case FeatureValues::Kind::Float:
         out << "float:";
-        join(v.floats, [](float x) {
-          uint32_t u;
-          std::memcpy(&u, &x, 4);
-          char b[9];
-          std::snprintf(b, sizeof b, "%08x", u);
-          return std::string(b);
-        });
+        join(v.floats, [](float x) { return float_bits(x); });
         break;
       case FeatureValues::Kind::Int64:
         out << "int64:";
@@ -73,7 +58,7 @@ std::string dump(const std::map<std::string, FeatureValues>& features) {
         break;
       case FeatureValues::Kind::Bytes:
         out << "bytes:";
-        join(v.bytes, [](const std::string& x) { return hex(x); });
+        join(v.bytes, [](const std::string& x) { return hex_string(x); });
         break;
       case FeatureValues::Kind::None:
         out << "none:";
