@@ -1,9 +1,20 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The timing rule every Python peer uses (torch_peer.py, tf_peer.py), so their medians are
-taken the same way: warm up, calibrate a block of calls to --min-time, take the median
-over --repetitions blocks."""
+"""What every Python peer (torch_peer.py, tf_peer.py) shares: the command line and the
+timing rule, so their medians are taken the same way: warm up, calibrate a block of calls
+to --min-time, take the median over --repetitions blocks."""
+import argparse
 import statistics
 import time
+
+
+def parse_args(description):
+    """--threads, --repetitions, --min-time and --filter, as scripts/run-bench.sh passes them."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--min-time", type=float, default=0.2)
+    parser.add_argument("--filter", default="", help="regex: run only the benchmarks whose names match")
+    return parser.parse_args()
 
 
 def time_per_call(fn, repetitions, min_time):

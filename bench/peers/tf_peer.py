@@ -18,7 +18,6 @@ chain as burn() compiled by XLA (a plain graph while_loop costs microseconds per
 and tune_latency's C++ generators are SleepDataset pipelines (tf.data.Dataset.from_generator
 would run Python under the GIL, which deepflow's C++ lambdas do not).
 """
-import argparse
 import contextlib
 import json
 import os
@@ -30,7 +29,7 @@ import time
 
 import numpy as np
 
-from peer_timing import time_per_call  # bench/peers is on sys.path when run as a script
+from peer_timing import parse_args, time_per_call  # bench/peers is on sys.path when run as a script
 
 # Before TensorFlow loads (in main): its C++ logging reads this once.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -303,12 +302,7 @@ def python_spin(seconds):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--repetitions", type=int, default=5)
-    parser.add_argument("--min-time", type=float, default=0.2)
-    parser.add_argument("--filter", default="", help="regex: run only the benchmarks whose names match")
-    args = parser.parse_args()
+    args = parse_args(__doc__.splitlines()[0])
 
     with quiet_stderr():
         import tensorflow as tf

@@ -9,7 +9,6 @@ docs/benchmarks.md.
 
     python3 bench/peers/torch_peer.py --threads 2 --repetitions 5 --min-time 0.2
 """
-import argparse
 import json
 import os
 import re
@@ -18,18 +17,13 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from peer_timing import time_per_call  # bench/peers is on sys.path when run as a script
+from peer_timing import parse_args, time_per_call  # bench/peers is on sys.path when run as a script
 
 N16M = 1 << 24
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--repetitions", type=int, default=5)
-    parser.add_argument("--min-time", type=float, default=0.2)
-    parser.add_argument("--filter", default="", help="regex: run only the benchmarks whose names match")
-    args = parser.parse_args()
+    args = parse_args(__doc__.splitlines()[0])
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
