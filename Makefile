@@ -18,7 +18,7 @@ FUZZ_TARGETS = graph_text_fuzz graph_def_fuzz idx_fuzz tfrecord_fuzz example_fuz
 DEMO_TARGETS = demo deepflow_cli
 PREFIX ?= /usr/local
 
-.PHONY: all deps deps-build deps-fuzz peers build build-demo demo test test-asan bench fuzz install clean
+.PHONY: all deps deps-build deps-fuzz peers python build build-demo demo test test-asan bench fuzz install clean
 
 all: build
 
@@ -51,8 +51,19 @@ demo: build-demo
 	$(BUILD)/tools/cli/deepflow saved_model run --dir $(BUILD)/mnist_cnn --tag_set serve \
 	  --signature_def serving_default --input_exprs "$$($(BUILD)/tools/cli/deepflow saved_model show --dir $(BUILD)/mnist_cnn --tag_set serve --signature_def serving_default | sed -n "s/.*inputs\['\(.*\)'\].*/\1/p" | head -1)=np.zeros((1,28,28,1))"
 
-test: build
+# The Python package in place: .venv (python/requirements.txt) imports python/deepflow,
+# into which this build writes the extension module (an editable install that reuses the
+# CMake build; `pip install .` is the other way, see the README).
+PY_CMAKE_FLAGS = -DDEEPFLOW_BUILD_PYTHON=ON -DPython_EXECUTABLE=$(CURDIR)/.venv/bin/python -DDEEPFLOW_PYTHON_INPLACE=ON
+python: deps-build $(BUILD)/build.ninja
+	@scripts/install-venv.sh python
+	@cmake -S . -B $(BUILD) $(PY_CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD) -j $(JOBS) --target deepflow_python
+	@echo "$(CURDIR)/python" > "$$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/deepflow-inplace.pth"
+
+test: build python
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	DEEPFLOW_BUILD_DIR=$(CURDIR)/$(BUILD) .venv/bin/python -m pytest -q python/tests
 
 # The sanitized build (clang++, ASan + UBSan, libFuzzer coverage): -O1 with line tables
 # keeps reports readable and the suite quick. CI runs test-asan after `make test`, then fuzz.

@@ -1,0 +1,78 @@
+# SPDX-License-Identifier: Apache-2.0
+"""deepflow: `import deepflow as tf` runs TensorFlow 2 code on deepflow's C++ core.
+
+TensorFlow's names, signatures and semantics, over thin bindings (the extension
+module _deepflow, python/src/): ops dispatch in C++, GradientTape records in C++,
+tf.function traces into the core's graphs. What remains different from TensorFlow is
+listed in the README's Python section.
+"""
+from . import _deepflow  # noqa: F401  (the extension module first: everything uses it)
+from . import dtypes, errors, nest  # noqa: F401
+from . import _tensor  # noqa: F401  (adds the Python half of tf.Tensor)
+from ._deepflow import Tensor  # noqa: F401
+from .dtypes import (DType, as_dtype, bfloat16, bool, double, float16, float32, float64, half,  # noqa: F401
+                     int8, int32, int64, string, uint8)
+from .tensor_shape import TensorShape  # noqa: F401
+from ._ops import (abs, add, add_n, argmax, argmin, cast, ceil, clip_by_value, constant, convert_to_tensor,  # noqa: F401,E501
+                   cos, cumsum, divide, equal, exp, floor, floordiv, greater, greater_equal, identity, less,
+                   less_equal, log, logical_and, logical_not, logical_or, matmul, maximum, minimum, multiply,
+                   negative, not_equal, pow, reduce_all, reduce_any, reduce_logsumexp, reduce_max, reduce_mean,
+                   reduce_min, reduce_prod, reduce_std, reduce_sum, reduce_variance, round, rsqrt, saturate_cast,
+                   sigmoid, sign, sin, sqrt, square, squared_difference, stop_gradient, subtract, tanh,
+                   tensordot, truediv, where)
+from ._array_ops import (boolean_mask, broadcast_to, concat, expand_dims, eye, fill, gather, gather_nd,  # noqa: F401
+                         identity_n, linspace, meshgrid, newaxis, one_hot, ones, ones_like, pad, range, rank,
+                         reshape, reverse, scatter_nd, sequence_mask, shape, size, slice, split, squeeze, stack,
+                         strided_slice, tile, transpose, unstack, zeros, zeros_like)
+from ._variables import Variable, VariableAggregation, VariableSynchronization  # noqa: F401
+from .backprop import GradientTape, UnconnectedGradients, custom_gradient, gradients  # noqa: F401
+from ._function import TensorSpec, function  # noqa: F401
+from ._graph import Graph, Operation, get_default_graph  # noqa: F401
+from ._control_flow import case, cond, switch_case, while_loop  # noqa: F401
+from ._print import print  # noqa: F401,A001
+from . import math, nn, linalg, random, config, compat, experimental  # noqa: F401,E402
+from ._op_library import load_op_library  # noqa: F401
+
+__version__ = "2.21.0"  # the TensorFlow API version this package follows
+OperatorNotAllowedInGraphError = _tensor.OperatorNotAllowedInGraphError
+
+
+def executing_eagerly():
+    """True unless a graph is being built (inside tf.function tracing or Graph.as_default())."""
+    return not _deepflow._building_graph()
+
+
+def is_tensor(x):
+    return isinstance(x, (Tensor, _deepflow.Variable))
+
+
+def init_scope():
+    """tf.init_scope: variables created in a traced function's first call are created eagerly
+    by deepflow anyway (tf.Variable needs a concrete value), so this is an empty context."""
+    import contextlib
+    return contextlib.nullcontext()
+
+
+def name_scope(name):
+    """tf.name_scope: prefixes node names while a graph is built."""
+    return get_default_graph().name_scope(name) if not executing_eagerly() else _NullScope(name)
+
+
+class _NullScope:
+    def __init__(self, name):
+        self._name = name
+
+    def __enter__(self):
+        return self._name
+
+    def __exit__(self, *exc):
+        return False
+
+
+def device(device_name):
+    """tf.device: placement; everything runs on the CPU for now."""
+    return _NullScope(device_name)
+
+
+def no_op(name=None):
+    return None
