@@ -155,7 +155,9 @@ TensorList call_layer(Layer& layer, const TensorList& inputs, std::optional<bool
   } catch (const std::bad_weak_ptr&) {
     throw LayerError(detail::cat("[", layer.name(), "] a layer called on Keras tensors must be owned by a "
                                  "std::shared_ptr (make it with a holder, make_layer or std::make_shared)"));
-  } catch (const std::exception& e) {
+  } catch (const Error& e) {
+    // Only the library's errors get the layer's name; others (a Python exception raised
+    // in a layer written in Python, bad_alloc) go up unchanged.
     throw LayerError(detail::cat("[", layer.name(), " (", layer.class_name(), ")] ", e.what(),
                                  "; called on ", types_of(inputs)));
   }
@@ -177,6 +179,13 @@ Variable Layer::add_weight(const std::string& name, const Shape& shape, Initiali
   Variable v(init, this->name() + "/" + name, trainable);
   weights_.push_back({v, std::move(regularizer)});
   return v;
+}
+
+void Layer::track_variable(const Variable& v, RegularizerPtr regularizer) {
+  DF_CHECK(v.defined(), "[", name(), "] track_variable: an undefined variable");
+  for (const Weight& w : weights_)
+    if (w.var.id() == v.id()) return;
+  weights_.push_back({v, std::move(regularizer)});
 }
 
 std::vector<Variable> Layer::trainable_weights() const {

@@ -96,6 +96,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
   Variable add_weight(const std::string& name, const Shape& shape, InitializerPtr initializer = nullptr,
                       bool trainable = true, RegularizerPtr regularizer = nullptr,
                       std::optional<DType> dtype = std::nullopt);
+  /// Adopts an existing variable as a weight of this layer (a tf.Variable assigned to an
+  /// attribute of a layer subclassed in Python); a variable already tracked is left alone.
+  void track_variable(const Variable& v, RegularizerPtr regularizer = nullptr);
   /// This layer's then its sublayers' weights, trainable ones first (Keras's order).
   std::vector<Variable> weights() const;
   /// Empty when the layer (or an enclosing one) is frozen (trainable false).
