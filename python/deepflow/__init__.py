@@ -30,8 +30,12 @@ from ._function import TensorSpec, function  # noqa: F401
 from ._graph import Graph, Operation, get_default_graph  # noqa: F401
 from ._control_flow import case, cond, switch_case, while_loop  # noqa: F401
 from ._print import print  # noqa: F401,A001
-from . import math, nn, linalg, random, config, compat, experimental  # noqa: F401,E402
+from . import math, nn, linalg, random, config, compat, experimental, keras  # noqa: F401,E402
 from ._op_library import load_op_library  # noqa: F401
+from . import data, io  # noqa: F401
+from ._function import autograph_module as _autograph_module
+
+autograph = _autograph_module()  # tf.autograph, with deepflow's ops as its backend
 
 __version__ = "2.21.0"  # the TensorFlow API version this package follows
 OperatorNotAllowedInGraphError = _tensor.OperatorNotAllowedInGraphError
@@ -46,11 +50,18 @@ def is_tensor(x):
     return isinstance(x, (Tensor, _deepflow.Variable))
 
 
-def init_scope():
-    """tf.init_scope: variables created in a traced function's first call are created eagerly
-    by deepflow anyway (tf.Variable needs a concrete value), so this is an empty context."""
-    import contextlib
-    return contextlib.nullcontext()
+class init_scope:  # noqa: N801 - TensorFlow's name
+    """tf.init_scope: ops inside run eagerly even while a function is traced (how a
+    first call creates variables and optimizer state)."""
+
+    def __enter__(self):
+        self._scope = _deepflow._InitScope()
+        self._scope._enter()
+        return self
+
+    def __exit__(self, *exc):
+        self._scope._exit()
+        return False
 
 
 def name_scope(name):

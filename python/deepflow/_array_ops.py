@@ -72,17 +72,23 @@ def ones_like(input, dtype=None, name=None, layout=None):  # noqa: A002
 
 
 def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
-    """tf.range: [start, limit) in steps of delta; int32 for integer arguments."""
+    """tf.range: [start, limit) in steps of delta; int32 for integer arguments. With a
+    symbolic bound (a trace) it is the range op, sized when the graph runs."""
     if limit is None:
         start, limit = 0, start
-    vals = [v.numpy() if isinstance(v, Tensor) else v for v in (start, limit, delta)]
+    args = (start, limit, delta)
     if dtype is None:
-        ints = all(isinstance(v, (int, np.integer)) for v in vals)
-        dtype = dtypes.int32 if ints else dtypes.float32
-        for v, orig in zip(vals, (start, limit, delta)):
-            if isinstance(orig, Tensor):
-                dtype = orig.dtype if not ints or orig.dtype.is_integer else dtype
+        kinds = [a.dtype if isinstance(a, (Tensor, _deepflow.Variable)) else None for a in args]
+        tensor_dtypes = [k for k in kinds if k is not None]
+        if tensor_dtypes:
+            dtype = tensor_dtypes[0]
+        else:
+            dtype = dtypes.int32 if all(isinstance(a, (int, np.integer)) for a in args) else dtypes.float32
     dtype = dtypes.as_dtype(dtype)
+    if any(isinstance(a, Tensor) and a._is_symbolic for a in args):
+        ts = [_cast(_t(a), dtype) if isinstance(a, Tensor) else convert_to_tensor(a, dtype=dtype) for a in args]
+        return _op("range", ts)
+    vals = [a.numpy() if isinstance(a, (Tensor, _deepflow.Variable)) else a for a in args]
     return _deepflow.arange(float(vals[0]), float(vals[1]), float(vals[2]), dtype._enum)
 
 
@@ -102,27 +108,13 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype=dtypes.float32, name
 
 
 def shape(input, out_type=dtypes.int32, name=None):  # noqa: A002
-    """tf.shape: the dims as a 1-D tensor; computed when the graph runs where unknown."""
+    """tf.shape: the dims as a 1-D tensor; read when the graph runs where some are unknown."""
     x = _t(input)
     dims = x._shape
     out_type = dtypes.as_dtype(out_type)
     if all(d is not None for d in dims):
         return constant(np.array(dims, dtype=out_type.as_numpy_dtype).reshape([len(dims)]))
-    return _cast(stack([_dim_at_run_time(x, i, out_type) if d is None else constant(d, dtype=out_type)
-                        for i, d in enumerate(dims)]), out_type)
-
-
-def _dim_at_run_time(x, axis, out_type):
-    # No shape op in the core yet: count along the axis (a sum over ones, O(size)).
-    from ._ops import reduce_sum, reduce_max
-    ones = _cast(ones_like(x), dtypes.float32)
-    others = [i for i in builtins_range(x.ndim) if i != axis]
-    col = reduce_max(ones, axis=others) if others else ones
-    return _cast(reduce_sum(col), out_type)
-
-
-import builtins as _builtins  # noqa: E402
-builtins_range = _builtins.range
+    return _op("shape", [x], {"out_type": out_type._enum})
 
 
 def size(input, out_type=dtypes.int32, name=None):  # noqa: A002

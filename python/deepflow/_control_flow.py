@@ -58,6 +58,10 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         raise TypeError("'cond' must be callable.")
     if not callable(body):
         raise TypeError("'body' must be callable.")
+    if isinstance(maximum_iterations, Tensor) and maximum_iterations._is_symbolic:
+        return _counted_while(cond, body, loop_vars, maximum_iterations)
+    if isinstance(maximum_iterations, Tensor):
+        maximum_iterations = int(maximum_iterations)
     single = not isinstance(loop_vars, (list, tuple)) or isinstance(loop_vars, Tensor)
     structure = [loop_vars] if single else loop_vars
     flat = _flat_tensors(structure, "tf.while_loop")
@@ -77,6 +81,26 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
 
     out = unflat(_deepflow.while_loop(c, b, flat, None if maximum_iterations is None else int(maximum_iterations)))
     return out[0] if single else out
+
+
+def _counted_while(cond, body, loop_vars, limit):
+    """A loop whose maximum_iterations is known only when it runs: a counter joins the
+    loop variables and the condition (the core's while takes a static maximum)."""
+    from ._ops import less, logical_and
+    single = not isinstance(loop_vars, (list, tuple))
+    vars_ = [loop_vars] if single else list(loop_vars)
+    zero = convert_to_tensor(0, dtype=limit.dtype)
+
+    def c(i, *v):
+        return logical_and(less(i, limit), cond(*v))
+
+    def b(i, *v):
+        r = body(*v)
+        r = [r] if single else list(r)
+        return (i + 1, *r)
+
+    out = while_loop(c, b, (zero, *vars_))[1:]
+    return out[0] if single else type(loop_vars)(out) if isinstance(loop_vars, tuple) else list(out)
 
 
 def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"):

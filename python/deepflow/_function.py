@@ -14,6 +14,8 @@ import inspect
 import warnings
 import weakref
 
+import numpy as np
+
 from . import _deepflow
 from . import dtypes
 from . import nest
@@ -22,7 +24,32 @@ from .tensor_shape import TensorShape
 Tensor = _deepflow.Tensor
 _run_eagerly = False
 _RETRACE_WARN = 5
-_AUTOGRAPH = False  # turned on when python/deepflow/autograph lands
+
+
+_autograph = None
+
+
+def autograph_module():
+    """deepflow.autograph, with its backend set (on first use)."""
+    global _autograph
+    if _autograph is None:
+        from . import autograph
+        from . import _autograph_backend
+        autograph.set_backend(_autograph_backend)
+        autograph.register_allowlisted_module_prefix("deepflow")
+        _autograph = autograph
+    return _autograph
+
+
+def _autograph_run(converted):
+    """Runs converted code with AutoGraph's status ENABLED (what tf.function does)."""
+    ag = autograph_module()
+
+    @functools.wraps(converted)
+    def run(*args, **kwargs):
+        with ag.ControlStatusCtx(ag.Status.ENABLED):
+            return converted(*args, **kwargs)
+    return run
 
 
 class TensorSpec:
@@ -207,9 +234,8 @@ class Function:
     def _callable(self):
         if self._converted is None:
             fn = self._python_function
-            if self._autograph and _AUTOGRAPH:
-                from . import autograph
-                fn = autograph.to_graph(fn)
+            if self._autograph:
+                fn = _autograph_run(autograph_module().to_graph(fn))
             self._converted = fn
         return self._converted
 
@@ -234,7 +260,9 @@ class Function:
         if self._input_signature is not None:
             args = self._check_signature(args)
         structure = (list(args), dict(kwargs))
-        flat = nest.flatten(structure)
+        # numpy arrays are tensors to tf.function (TensorFlow converts them): keyed by dtype
+        # and shape, not by identity, so a new array of the same kind does not retrace.
+        flat = [_deepflow.to_tensor(x) if isinstance(x, np.ndarray) else x for x in nest.flatten(structure)]
         tensors = []
         for x in flat:
             if isinstance(x, Tensor):

@@ -11,18 +11,11 @@ from .tensor_shape import TensorShape
 Tensor = _deepflow.Tensor
 
 
-class OperatorNotAllowedInGraphError(TypeError):
-    """Raised for Python control flow on a symbolic tensor (tf.errors's class of that name)."""
-
+from .autograph.errors import OperatorNotAllowedInGraphError  # noqa: E402 - one class, AutoGraph's
 
 def _symbolic_error(what):
-    return OperatorNotAllowedInGraphError(
-        f"{what} on a symbolic `tf.Tensor` is not allowed. You can attempt the following "
-        "resolutions to the problem: If you are running in Graph mode, use Eager execution "
-        "mode or decorate this function with @tf.function. If you are using AutoGraph, you "
-        "can try decorating this function with @tf.function. If that does not work, then "
-        "you may be using an unsupported feature or your source code may not be visible "
-        "to AutoGraph.")
+    from .autograph import operator_not_allowed
+    return operator_not_allowed(what)
 
 
 def _numpy(self):
@@ -115,8 +108,9 @@ def _eq(self, other):
     from . import _ops
     if other is None:
         return False
-    o = _deepflow.try_to_tensor(other) if not isinstance(other, Tensor) else other
-    if o is None:
+    if isinstance(other, Tensor):
+        o = other
+    else:  # a Python or numpy value takes this tensor's dtype, as in TensorFlow
         from ._convert import try_convert_to_tensor
         o = try_convert_to_tensor(other, self._dtype)
         if o is None:

@@ -64,6 +64,17 @@ class Variable(_deepflow.Variable):
         self._aggregation = aggregation
         self._synchronization = synchronization
 
+    @classmethod
+    def _share(cls, cpp_variable):
+        """A tf.Variable object over an existing C++ variable's state (a layer's weight)."""
+        v = cls.__new__(cls)
+        _deepflow.Variable.__init__(v, cpp_variable, True)
+        v._constraint = None
+        v._shape_override = None
+        v._aggregation = VariableAggregation.NONE
+        v._synchronization = VariableSynchronization.AUTO
+        return v
+
     # --- attributes ---
     @property
     def name(self):

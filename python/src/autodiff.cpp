@@ -47,6 +47,9 @@ Tensor source_tensor(nb::handle s) {
 
 void init_autodiff(nb::module_& m) {
   nb::class_<Variable>(m, "Variable")
+      // Another handle on an existing variable's state: a tf.Variable object for a C++ weight.
+      .def("__init__", [](Variable* self, const Variable& other, bool) { new (self) Variable(other); },
+           nb::arg("shared"), nb::arg("share"))
       .def("__init__", [](Variable* self, const TensorArg& initial, const std::string& name, bool trainable) {
         // The variable owns a copy: assigns write into its buffer, never into the caller's array.
         new (self) Variable(initial.t.clone(), name, trainable);

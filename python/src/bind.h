@@ -57,6 +57,8 @@ void init_ops(nb::module_& m);
 void init_autodiff(nb::module_& m);
 void init_function(nb::module_& m);
 void init_py_ops(nb::module_& m);
+void init_data(nb::module_& m);
+void init_keras(nb::module_& m);
 
 }  // namespace deepflow::py
 

@@ -166,6 +166,7 @@ std::optional<Tensor> try_to_tensor(nb::handle obj, std::optional<DType> dtype) 
   PyObject* p = obj.ptr();
   // Exact types: numpy.float64 subclasses float but keeps its dtype (TensorFlow's rule).
   if (PyBool_Check(p) || PyLong_CheckExact(p) || PyFloat_CheckExact(p)) return scalar_of(obj, dtype);
+  if (PyBytes_Check(p) || PyUnicode_Check(p)) return std::nullopt;  // strings: the Python side
   if (nb::ndarray_check(obj)) {
     // A numpy scalar (np.float32(1)) reports no buffer through DLPack; np.asarray makes it 0-d.
     if (!nb::hasattr(obj, "__dlpack__") && nb::hasattr(obj, "dtype")) {

@@ -129,6 +129,14 @@ void init_function(nb::module_& m) {
       })
       .def("_exit", [](PyGraphScope& s) { s.scope.reset(); });
   m.def("_building_graph", [] { return GraphScope::current() != nullptr; });
+  // tf.init_scope: ops run eagerly while it is entered, even inside a trace.
+  struct PyInitScope {
+    std::unique_ptr<BuildScopeGuard> guard;
+  };
+  nb::class_<PyInitScope>(m, "_InitScope")
+      .def(nb::init<>())
+      .def("_enter", [](PyInitScope& s) { s.guard = std::make_unique<BuildScopeGuard>(nullptr); })
+      .def("_exit", [](PyInitScope& s) { s.guard.reset(); });
   m.def("_current_graph", []() -> std::shared_ptr<Graph> {
     GraphScope* s = GraphScope::current();
     return s ? s->graph_ptr() : nullptr;

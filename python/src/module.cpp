@@ -53,4 +53,6 @@ NB_MODULE(_deepflow, m) {
   init_autodiff(m);
   init_function(m);
   init_py_ops(m);
+  init_data(m);
+  init_keras(m);
 }

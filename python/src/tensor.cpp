@@ -19,8 +19,7 @@ using BinaryFn = Tensor (*)(const Tensor&, const Tensor&);
 // error, as in TensorFlow), anything else converted to this tensor's dtype. nullopt when
 // it is not convertible, so Python tries the reflected operator.
 std::optional<Tensor> operand(const Tensor& self, nb::handle other) {
-  Tensor t;
-  if (nb::try_cast(other, t, false)) return t;
+  if (nb::isinstance<Tensor>(other)) return *nb::inst_ptr<Tensor>(other);
   if (nb::isinstance<Variable>(other)) return nb::cast<Variable>(other).value();
   if (other.is_none()) return std::nullopt;
   if (auto c = try_to_tensor(other, self.dtype())) return c;
@@ -54,6 +53,40 @@ Tensor truediv(const Tensor& a, const Tensor& b) {
   return div(cast(a, to), cast(b, to));
 }
 
+// The number slots of + - * / @: Python calls them directly for `a + b` (no method
+// lookup, no argument parsing), the path eager code takes most. Either operand may be
+// the tensor (the other is converted to its dtype); errors become Python exceptions here,
+// since no binding layer sits between.
+template <BinaryFn F>
+PyObject* number_slot(PyObject* a, PyObject* b) noexcept {
+  try {
+    nb::handle ha(a), hb(b);
+    const bool left = nb::isinstance<Tensor>(ha);
+    const Tensor& self = left ? *nb::inst_ptr<Tensor>(ha) : *nb::inst_ptr<Tensor>(hb);
+    std::optional<Tensor> other = operand(self, left ? hb : ha);
+    if (!other) return Py_NewRef(Py_NotImplemented);
+    Tensor r = left ? F(self, *other) : F(*other, self);
+    return nb::cast(std::move(r)).release().ptr();
+  } catch (nb::python_error& e) {
+    e.restore();
+  } catch (const nb::builtin_exception& e) {
+    PyErr_SetString(e.type() == nb::exception_type::type_error ? PyExc_TypeError : PyExc_ValueError, e.what());
+  } catch (const Error& e) {
+    raise_error(e);
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+PyType_Slot kTensorSlots[] = {
+    {Py_nb_add, reinterpret_cast<void*>(&number_slot<static_cast<BinaryFn>(&add)>)},
+    {Py_nb_subtract, reinterpret_cast<void*>(&number_slot<static_cast<BinaryFn>(&sub)>)},
+    {Py_nb_multiply, reinterpret_cast<void*>(&number_slot<static_cast<BinaryFn>(&mul)>)},
+    {Py_nb_true_divide, reinterpret_cast<void*>(&number_slot<&truediv>)},
+    {Py_nb_matrix_multiply, reinterpret_cast<void*>(&number_slot<&matmul2>)},
+    {0, nullptr}};
+
 nb::tuple shape_tuple(const Shape& s) {
   nb::tuple t = nb::steal<nb::tuple>(PyTuple_New(s.rank()));
   for (int i = 0; i < s.rank(); ++i) {
@@ -66,7 +99,7 @@ nb::tuple shape_tuple(const Shape& s) {
 }  // namespace
 
 void init_tensor(nb::module_& m) {
-  nb::class_<Tensor> cls(m, "Tensor", nb::is_weak_referenceable());
+  nb::class_<Tensor> cls(m, "Tensor", nb::is_weak_referenceable(), nb::type_slots(kTensorSlots));
   cls.def_prop_ro("_dtype", [](const Tensor& t) { return int(t.dtype()); })
       .def_prop_ro("_shape", [](const Tensor& t) { return shape_tuple(t.shape()); })
       .def_prop_ro("ndim", &Tensor::rank)
@@ -81,18 +114,8 @@ void init_tensor(nb::module_& m) {
         if (t.dim(0) < 0) throw nb::type_error("len is not well defined for a tensor whose first dimension is unknown");
         return t.dim(0);
       })
-      .def("__add__", &binary<static_cast<BinaryFn>(&add)>, nb::arg("other").none())
-      .def("__radd__", &reflected<static_cast<BinaryFn>(&add)>, nb::arg("other").none())
-      .def("__sub__", &binary<static_cast<BinaryFn>(&sub)>, nb::arg("other").none())
-      .def("__rsub__", &reflected<static_cast<BinaryFn>(&sub)>, nb::arg("other").none())
-      .def("__mul__", &binary<static_cast<BinaryFn>(&mul)>, nb::arg("other").none())
-      .def("__rmul__", &reflected<static_cast<BinaryFn>(&mul)>, nb::arg("other").none())
-      .def("__truediv__", &binary<&truediv>, nb::arg("other").none())
-      .def("__rtruediv__", &reflected<&truediv>, nb::arg("other").none())
       .def("__pow__", &binary<static_cast<BinaryFn>(&pow)>, nb::arg("other").none())
       .def("__rpow__", &reflected<static_cast<BinaryFn>(&pow)>, nb::arg("other").none())
-      .def("__matmul__", &binary<&matmul2>, nb::arg("other").none())
-      .def("__rmatmul__", &reflected<&matmul2>, nb::arg("other").none())
       .def("__lt__", &binary<&less>, nb::arg("other").none())
       .def("__le__", &binary<&less_equal>, nb::arg("other").none())
       .def("__gt__", &binary<&greater>, nb::arg("other").none())

@@ -142,3 +142,13 @@ def test_run_functions_eagerly():
     finally:
         tf.config.run_functions_eagerly(False)
     assert seen == [1, 2]
+
+
+def test_numpy_arguments_are_keyed_as_tensors():
+    @tf.function
+    def f(x):
+        return tf.reduce_sum(x)
+
+    for i in range(4):
+        f(np.full((3,), i, dtype=np.float32))
+    assert f.experimental_get_tracing_count() == 1

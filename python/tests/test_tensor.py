@@ -114,3 +114,10 @@ def test_core_messages_carry_the_op_and_shapes():
     assert e.value.op == "matmul"
     with pytest.raises(tf.errors.NotFoundError):
         tf.load_op_library("/nonexistent/lib.so")
+
+
+def test_comparison_with_a_python_value_takes_the_tensor_dtype():
+    t = tf.constant([4, 5], dtype=tf.int64)
+    np.testing.assert_array_equal((t == 4).numpy(), [True, False])
+    np.testing.assert_array_equal((t != 4).numpy(), [False, True])
+    assert tf.constant(b"abc").numpy() == b"abc"

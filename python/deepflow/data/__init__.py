@@ -1,0 +1,29 @@
+# SPDX-License-Identifier: Apache-2.0
+"""tf.data: input pipelines over deepflow's C++ pipeline (deepflow/data/dataset.h).
+
+    ds = (tf.data.Dataset.from_tensor_slices((images, labels))
+          .shuffle(1000).batch(32).map(normalize, num_parallel_calls=tf.data.AUTOTUNE)
+          .prefetch(tf.data.AUTOTUNE))
+    for x, y in ds: ...
+
+Elements run through C++ without the GIL: map and filter functions are traced once
+into graphs (as TensorFlow traces them), so parallel map threads do not wait on Python.
+How deepflow differs from TensorFlow here is listed in _dataset.py and _functions.py:
+flat_map / interleave functions run eagerly per element, and a dataset cannot be
+iterated or reduced inside a traced function yet.
+"""
+from . import experimental  # noqa: F401
+from ._dataset import AUTOTUNE, INFINITE, UNKNOWN, DatasetV2
+from ._iterator import OwnedIterator
+from ._options import Options, ThreadingOptions
+from ._readers import TFRecordDatasetV2, TextLineDatasetV2
+
+Dataset = DatasetV2
+Iterator = OwnedIterator
+TFRecordDataset = TFRecordDatasetV2
+TextLineDataset = TextLineDatasetV2
+INFINITE_CARDINALITY = INFINITE
+UNKNOWN_CARDINALITY = UNKNOWN
+
+__all__ = ["AUTOTUNE", "Dataset", "Iterator", "Options", "TFRecordDataset", "TextLineDataset", "ThreadingOptions",
+           "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "experimental"]
