@@ -15,6 +15,8 @@
 //     expensive: range(64).map(2 ms of arithmetic).batch(8)
 //     latency:   range(4).interleave(x -> a generator of 24 elements, 2 ms of wait
 //                each, cycle 4)
+//   data/map_affine/autotune  range(65536).map(x * 3 + 1 as float32, autotuned).batch(256)
+//                             (the C++ twin of tf_programs.py's data/map_traced)
 //   data/fit_mlp/{tensors,dataset,dataset_no_prefetch}   one epoch of Model::fit on MNIST-shaped data
 //                             (8192 x 784 float32, int32 labels; Dense 784-512-512-10,
 //                             batch 128, SGD): from in-memory tensors (shuffle off) vs
@@ -67,6 +69,20 @@ void report(benchmark::State& state, int64_t elements) {
 
 void bm_map_expensive(benchmark::State& state, int64_t p) {
   const Dataset ds = Dataset::range(64).map(expensive, {.num_parallel_calls = p});
+  int64_t n = 0;
+  if (!warm_up(state, [&] { n = drain(ds); })) return;
+  for (auto _ : state) benchmark::DoNotOptimize(drain(ds));
+  report(state, n);
+}
+
+// The pipeline bench/python/tf_programs.py's data/map_traced builds from Python (there the
+// map is a Python function traced into a graph): range(65536).map(x * 3 + 1 as float32,
+// autotuned).batch(256), one pass. The C++ map calls the ops eagerly per element.
+void bm_map_affine(benchmark::State& state) {
+  const Dataset ds = Dataset::range(65536)
+                         .map([](const Element& e) { return Element(cast(e[0] * 3.0 + 1.0, DType::Float32)); },
+                              {.num_parallel_calls = kAutotune})
+                         .batch(256);
   int64_t n = 0;
   if (!warm_up(state, [&] { n = drain(ds); })) return;
   for (auto _ : state) benchmark::DoNotOptimize(drain(ds));
@@ -178,6 +194,7 @@ void register_all() {
                                (p == kAutotune ? std::string("autotune") : "p" + std::to_string(p));
       benchmark::RegisterBenchmark(name.c_str(), bm_tune, pipe, p)->UseRealTime()->Unit(kMillisecond);
     }
+  benchmark::RegisterBenchmark("data/map_affine/autotune", bm_map_affine)->UseRealTime()->Unit(kMillisecond);
   benchmark::RegisterBenchmark("data/fit_mlp/tensors", bm_fit, false, false)->UseRealTime()->Unit(kMillisecond);
   benchmark::RegisterBenchmark("data/fit_mlp/dataset", bm_fit, true, true)->UseRealTime()->Unit(kMillisecond);
   benchmark::RegisterBenchmark("data/fit_mlp/dataset_no_prefetch", bm_fit, true, false)

@@ -89,6 +89,21 @@ void bm_keras_step(benchmark::State& state, Net net, bool eager) {
   }
 }
 
+// One epoch of model->fit over 4096 LeNet samples (batch 64, shuffle off): the C++ twin
+// of bench/python/tf_programs.py's keras/lenet_fit; us per step.
+void bm_lenet_fit(benchmark::State& state) {
+  KerasStep s(Net::LeNet, false);
+  const int64_t n = 4096;
+  const Tensor x = random_uniform({n, 28, 28, 1}, 0, 1, DType::Float32, 24);
+  const Tensor y = cast(random_uniform({n}, 0, 10, DType::Float32, 25), DType::Int32);
+  auto epoch = [&] { s.model->fit(x, y, {.batch_size = s.batch, .epochs = 1, .verbose = 0, .shuffle = false}); };
+  if (!warm_up(state, epoch)) return;
+  for (auto _ : state) epoch();
+  state.counters["us_per_step"] =
+      benchmark::Counter(double(n / s.batch), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(bm_lenet_fit)->Name("keras/lenet_fit")->UseRealTime()->Unit(benchmark::kMillisecond);
+
 // The eager variants end in "_eager", not "/eager": run-bench.sh selects a benchmark by
 // "^name(/|$)", so a "/eager" suffix would run (and report) under the traced one's name.
 BENCHMARK_CAPTURE(bm_keras_step, mlp, Net::Mlp, false)

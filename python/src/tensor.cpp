@@ -57,16 +57,34 @@ Tensor truediv(const Tensor& a, const Tensor& b) {
 // lookup, no argument parsing), the path eager code takes most. Either operand may be
 // the tensor (the other is converted to its dtype); errors become Python exceptions here,
 // since no binding layer sits between.
+// The Tensor type object, set when the class is made: an exact type check is a pointer
+// compare, and results are made without nanobind's type lookup.
+PyTypeObject* g_tensor_type = nullptr;
+
+bool is_tensor(PyObject* o) {
+  return Py_TYPE(o) == g_tensor_type || nb::isinstance<Tensor>(nb::handle(o));
+}
+
+PyObject* new_tensor_object(Tensor&& t) {
+  nb::object o = nb::inst_alloc(nb::handle(reinterpret_cast<PyObject*>(g_tensor_type)));
+  new (nb::inst_ptr<Tensor>(o)) Tensor(std::move(t));
+  nb::inst_mark_ready(o);
+  return o.release().ptr();
+}
+
 template <BinaryFn F>
 PyObject* number_slot(PyObject* a, PyObject* b) noexcept {
   try {
-    nb::handle ha(a), hb(b);
-    const bool left = nb::isinstance<Tensor>(ha);
-    const Tensor& self = left ? *nb::inst_ptr<Tensor>(ha) : *nb::inst_ptr<Tensor>(hb);
-    std::optional<Tensor> other = operand(self, left ? hb : ha);
+    const bool left = is_tensor(a);
+    const Tensor& self = left ? *nb::inst_ptr<Tensor>(a) : *nb::inst_ptr<Tensor>(b);
+    PyObject* o = left ? b : a;
+    if (Py_TYPE(o) == g_tensor_type) {  // the common case: two tensors, no conversion
+      const Tensor& other = *nb::inst_ptr<Tensor>(o);
+      return new_tensor_object(left ? F(self, other) : F(other, self));
+    }
+    std::optional<Tensor> other = operand(self, nb::handle(o));
     if (!other) return Py_NewRef(Py_NotImplemented);
-    Tensor r = left ? F(self, *other) : F(*other, self);
-    return nb::cast(std::move(r)).release().ptr();
+    return new_tensor_object(left ? F(self, *other) : F(*other, self));
   } catch (nb::python_error& e) {
     e.restore();
   } catch (const nb::builtin_exception& e) {
@@ -100,6 +118,7 @@ nb::tuple shape_tuple(const Shape& s) {
 
 void init_tensor(nb::module_& m) {
   nb::class_<Tensor> cls(m, "Tensor", nb::is_weak_referenceable(), nb::type_slots(kTensorSlots));
+  g_tensor_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
   cls.def_prop_ro("_dtype", [](const Tensor& t) { return int(t.dtype()); })
       .def_prop_ro("_shape", [](const Tensor& t) { return shape_tuple(t.shape()); })
       .def_prop_ro("ndim", &Tensor::rank)
