@@ -45,6 +45,10 @@ struct TensorArg {
 /// storage alive. String tensors are copied into an object array of bytes.
 nb::object to_numpy(const Tensor& t, bool writable = false);
 
+/// A Storage release function for storage that holds a reference to the Python object
+/// `ctx` (a numpy array's buffer, a callable in an attribute): drops it with the GIL.
+void release_pyobject(void* ctx, void* data);
+
 /// True for a Python object that is one of our Tensors or Variables.
 bool is_tensor_like(nb::handle obj);
 

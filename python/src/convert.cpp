@@ -49,15 +49,6 @@ nb::dlpack::dtype ndarray_dtype_of(DType t) {
   }
 }
 
-// Drops the reference an array-backed Storage holds on its Python owner. Storage may die
-// on any thread (an executor worker, a data pipeline's prefetch thread): take the GIL.
-void release_pyobject(void* ctx, void*) {
-  if (!Py_IsInitialized()) return;
-  PyGILState_STATE s = PyGILState_Ensure();
-  Py_DECREF(reinterpret_cast<PyObject*>(ctx));
-  PyGILState_Release(s);
-}
-
 Tensor from_ndarray(nb::handle obj, std::optional<DType> dtype) {
   if (nb::cast<int64_t>(obj.attr("size")) == 0) {  // DLPack gives no buffer for empty arrays
     Shape shape;
@@ -142,6 +133,14 @@ Tensor scalar_of(nb::handle obj, std::optional<DType> dtype) {
 }
 
 }  // namespace
+
+void release_pyobject(void* ctx, void*) {
+  // Storage may die on any thread (an executor worker, a prefetch thread): take the GIL.
+  if (!Py_IsInitialized()) return;
+  PyGILState_STATE s = PyGILState_Ensure();
+  Py_DECREF(reinterpret_cast<PyObject*>(ctx));
+  PyGILState_Release(s);
+}
 
 bool is_tensor_like(nb::handle obj) { return nb::isinstance<Tensor>(obj) || nb::isinstance<Variable>(obj); }
 

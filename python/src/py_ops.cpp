@@ -21,18 +21,11 @@
 namespace deepflow::py {
 namespace {
 
-void release_callable(void* ctx, void*) {
-  if (!Py_IsInitialized()) return;
-  PyGILState_STATE s = PyGILState_Ensure();
-  Py_DECREF(reinterpret_cast<PyObject*>(ctx));
-  PyGILState_Release(s);
-}
-
 Tensor callable_tensor(nb::handle fn) {
   auto impl = std::make_shared<TensorImpl>();
   PyObject* p = fn.ptr();
   Py_INCREF(p);
-  impl->storage = std::make_shared<Storage>(p, 0, release_callable, p);
+  impl->storage = std::make_shared<Storage>(p, 0, release_pyobject, p);
   impl->shape = Shape{0};
   impl->dtype = DType::UInt8;
   impl->id = TensorImpl::next_id();

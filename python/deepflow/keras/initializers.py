@@ -1,27 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """tf.keras.initializers: initializer objects, given to layers by name or object (the C++
 initializers are made from their Keras configs); calling one makes a tensor."""
+from ._serializable import KerasObject, keras_class
 
 
-class Initializer:
-    _keras_class = None
-
-    def __init__(self, **config):
-        self._config = {k: v for k, v in config.items()}
-
-    def get_config(self):
-        return dict(self._config)
-
-    def _df_keras_config(self):
-        return {"class_name": self._keras_class, "config": self.get_config()}
-
-    def _df_config_json(self):
-        import json
-        return json.dumps(self._df_keras_config())
+class Initializer(KerasObject):
+    """A Keras initializer: a name and a config (the C++ initializer is made from them)."""
 
     def __call__(self, shape, dtype=None):
         from .layers import Dense  # noqa: F401 - keep the registry loaded
-        from .. import _deepflow, dtypes
+        from .. import dtypes
         from ._layer import Layer
         holder = Layer(name="initializer")
         dt = dtypes.as_dtype(dtype or "float32")
@@ -30,11 +18,7 @@ class Initializer:
 
 
 def _init(cls_name, names):
-    def __init__(self, *args, **kwargs):
-        for k, v in zip(names, args):
-            kwargs[k] = v
-        Initializer.__init__(self, **kwargs)
-    return type(cls_name, (Initializer,), {"__init__": __init__, "_keras_class": cls_name, "__module__": __name__})
+    return keras_class(Initializer, cls_name, names, __name__)
 
 
 Zeros = _init("Zeros", [])

@@ -1,22 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """tf.keras.regularizers: L1, L2, L1L2 (the C++ regularizers, from their Keras configs)."""
+from ._serializable import KerasObject
 
 
-class Regularizer:
-    _keras_class = None
-
-    def __init__(self, **config):
-        self._config = config
-
-    def get_config(self):
-        return dict(self._config)
-
-    def _df_keras_config(self):
-        return {"class_name": self._keras_class, "config": self.get_config()}
-
-    def _df_config_json(self):
-        import json
-        return json.dumps(self._df_keras_config())
+class Regularizer(KerasObject):
+    """A Keras regularizer: its penalty of a weight, and its config for the C++ side."""
 
     def __call__(self, x):
         from .. import _ops

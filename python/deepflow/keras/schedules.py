@@ -1,31 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
 """tf.keras.optimizers.schedules: learning-rate schedules, passed to an optimizer as its
 learning_rate (the C++ optimizer reads them from their Keras config)."""
+from ._serializable import KerasObject, keras_class
 
 
-class LearningRateSchedule:
-    _keras_class = None
-
-    def __init__(self, **config):
-        self._config = config
-
-    def get_config(self):
-        return dict(self._config)
-
-    def _df_keras_config(self):
-        return {"class_name": self._keras_class, "config": self.get_config()}
+class LearningRateSchedule(KerasObject):
+    """A Keras learning-rate schedule (the C++ optimizer evaluates it per step)."""
 
     def __call__(self, step):
         raise NotImplementedError("[schedules] evaluate a schedule through the optimizer's learning rate")
 
 
 def _schedule(cls_name, names):
-    def __init__(self, *args, **kwargs):
-        for k, v in zip(names, args):
-            kwargs[k] = v
-        LearningRateSchedule.__init__(self, **kwargs)
-    return type(cls_name, (LearningRateSchedule,), {"__init__": __init__, "_keras_class": cls_name,
-                                                    "__module__": __name__})
+    return keras_class(LearningRateSchedule, cls_name, names, __name__)
 
 
 ExponentialDecay = _schedule("ExponentialDecay", ["initial_learning_rate", "decay_steps", "decay_rate", "staircase"])
