@@ -1,0 +1,54 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Whole TensorFlow programs (python/tests/programs/, as TensorFlow's docs and guides
+write them) run on deepflow with the import changed. CHANGES lists every other edit a
+program needed and why (the goal is none)."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
+PYTHON_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# program -> [(old text, new text, why)]
+CHANGES = {
+    "quickstart_beginner.py": [("epochs=5", "epochs=1", "test time: one epoch of 60000 images")],
+    "quickstart_advanced.py": [
+        ("EPOCHS = 5", "EPOCHS = 1", "test time"),
+        ("(x_train, y_train)).shuffle(10000)", "(x_train[:6400], y_train[:6400])).shuffle(10000)",
+         "test time: 200 steps of the custom loop instead of 1875"),
+    ],
+    "custom_train_step.py": [],
+    "custom_layer.py": [],
+    "v1_graph_session.py": [],
+}
+
+EXPECT = {
+    "quickstart_beginner.py": r"accuracy: 0\.9[0-9]",
+    "quickstart_advanced.py": r"Epoch 1, Loss: [0-9.]+, Accuracy: [89][0-9]\.[0-9]+",
+    "custom_train_step.py": r"mae: [0-9.]+",
+    "custom_layer.py": r"trainable weights: 6",
+    "v1_graph_session.py": r"rows sum to one: True",
+}
+
+
+def _with_deepflow(source):
+    source = re.sub(r"^import tensorflow as tf$", "import deepflow as tf", source, flags=re.M)
+    source = re.sub(r"^from tensorflow import ", "from deepflow import ", source, flags=re.M)
+    return re.sub(r"^from tensorflow\.", "from deepflow.", source, flags=re.M)
+
+
+@pytest.mark.parametrize("program", sorted(CHANGES))
+def test_program_runs_with_the_import_changed(program, tmp_path):
+    source = open(os.path.join(HERE, program)).read()
+    for old, new, why in CHANGES[program]:
+        assert old in source, f"{program}: the change for '{why}' no longer applies"
+        source = source.replace(old, new)
+    script = tmp_path / program
+    script.write_text(_with_deepflow(source))
+    env = dict(os.environ, PYTHONPATH=PYTHON_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
+    assert run.returncode == 0, f"{program} failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    assert re.search(EXPECT[program], run.stdout), f"{program}: no '{EXPECT[program]}' in\n{run.stdout[-3000:]}"
