@@ -33,6 +33,7 @@ test=(
   libonnx-testdata                              # the ONNX backend conformance cases
   python3-torch python3-torchvision             # torchvision models exported to ONNX for the import tests
   python3-venv                                  # .venv-peers when the python3 on PATH is Debian's
+  dataset-fashion-mnist                         # tf.keras.datasets.fashion_mnist (python/tests)
 )
 fuzz=(
   clang libclang-rt-14-dev libomp-14-dev        # `make fuzz`: libFuzzer, sanitizers, OpenMP for clang

@@ -2,6 +2,7 @@
 """tf.keras from Python: the three kinds of models, subclassing hooks, compile/fit with
 callbacks, against TensorFlow 2.21 (Keras 3) where outputs can be compared."""
 import json
+import os
 
 import numpy as np
 import pytest
@@ -212,6 +213,8 @@ def test_fashion_mnist_loads_or_names_the_install_command():
         (x, y), (xt, yt) = tf.keras.datasets.fashion_mnist.load_data()
     except tf.errors.NotFoundError as e:
         assert "apt-get install dataset-fashion-mnist" in str(e)
+        if os.environ.get("CI"):  # scripts/install-deps.sh test installs it: on CI it must be there
+            raise
         return
     assert x.shape == (60000, 28, 28) and x.dtype == np.uint8 and yt.shape == (10000,)
 
