@@ -52,11 +52,9 @@ def ones(shape, dtype=dtypes.float32, name=None, layout=None):
 
 
 def fill(dims, value, name=None, layout=None):
-    value = _t(value)
-    if value._is_symbolic:
-        return broadcast_to(value, _ints(dims))
-    return _deepflow.fill(_ints(dims), float(value.numpy()), value._dtype) if value.dtype.is_numeric \
-        else broadcast_to(value, _ints(dims))
+    # broadcast_to keeps the value exact in every dtype (a round trip through double would
+    # not, for large int64) and works while a graph is built.
+    return broadcast_to(_t(value), _ints(dims))
 
 
 def zeros_like(input, dtype=None, name=None, layout=None):  # noqa: A002

@@ -8,8 +8,6 @@ global_variables_initializer() has nothing left to do and returns a no-op."""
 import contextlib
 import threading
 
-import numpy as np
-
 from . import _deepflow
 from . import nest
 
@@ -123,7 +121,10 @@ def global_variables_initializer():
     return Operation("init")
 
 
-variables_initializer = lambda var_list, name="init": Operation(name)  # noqa: E731
+def variables_initializer(var_list, name="init"):
+    return Operation(name)
+
+
 local_variables_initializer = global_variables_initializer
 
 
@@ -153,17 +154,12 @@ class Session:
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
         flat = nest.flatten(fetches)
+        for f in flat:
+            if f is not None and not isinstance(f, (Tensor, str, Operation, _deepflow.Variable)):
+                raise TypeError(f"Fetch argument {f!r} has invalid type {type(f)}, must be a string or Tensor.")
         tensors = [f for f in flat if isinstance(f, (Tensor, str))]
         ops = [f for f in flat if isinstance(f, Operation)]
-        for f in flat:
-            if not isinstance(f, (Tensor, str, Operation)) and f is not None:
-                if hasattr(f, "value") and isinstance(f, _deepflow.Variable):
-                    continue
-                raise TypeError(f"Fetch argument {f!r} has invalid type {type(f)}, must be a string or Tensor.")
-        feeds = []
-        for k, v in (feed_dict or {}).items():
-            feeds.append((k, v))
-        variables = [f for f in flat if isinstance(f, _deepflow.Variable)]
+        feeds = list((feed_dict or {}).items())
         values = iter(self._session._run(feeds, tensors) if tensors else [])
         for op in ops:
             if op._run is not None:
@@ -220,4 +216,3 @@ def get_default_session():
 
 
 InteractiveSession = Session
-_ = np

@@ -5,11 +5,16 @@ Each function has TensorFlow's signature; `name=` is accepted (TensorFlow code p
 and not used. Primitives run through raw_op (dispatch() in C++), the composites of
 deepflow/ops/ops.h through their bindings.
 """
+from collections import namedtuple
+
 import numpy as np
 
 from . import _deepflow
 from . import dtypes
 from ._op_util import Tensor, _op, _t, _pair, _axes, _ints, convert_to_tensor  # noqa: F401
+
+
+_TopK = namedtuple("TopKV2", ["values", "indices"])
 
 
 # --- unary ---
@@ -289,8 +294,6 @@ def top_k(input, k=1, sorted=True, name=None):  # noqa: A002
     return _TopK(values, indices)
 
 
-from collections import namedtuple as _namedtuple  # noqa: E402
-_TopK = _namedtuple("TopKV2", ["values", "indices"])
 
 
 def count_nonzero(input, axis=None, keepdims=False, dtype=dtypes.int64, name=None):  # noqa: A002

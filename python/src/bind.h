@@ -49,9 +49,6 @@ nb::object to_numpy(const Tensor& t, bool writable = false);
 /// `ctx` (a numpy array's buffer, a callable in an attribute): drops it with the GIL.
 void release_pyobject(void* ctx, void* data);
 
-/// True for a Python object that is one of our Tensors or Variables.
-bool is_tensor_like(nb::handle obj);
-
 /// Sets the Python error (a tf.errors.* class, chosen from the message) for a core error.
 void raise_error(const std::exception& e);
 

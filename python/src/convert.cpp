@@ -142,8 +142,6 @@ void release_pyobject(void* ctx, void*) {
   PyGILState_Release(s);
 }
 
-bool is_tensor_like(nb::handle obj) { return nb::isinstance<Tensor>(obj) || nb::isinstance<Variable>(obj); }
-
 std::optional<Tensor> try_to_tensor(nb::handle obj, std::optional<DType> dtype) {
   Tensor t;
   if (nb::try_cast(obj, t, false)) {

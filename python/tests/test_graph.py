@@ -47,7 +47,8 @@ def test_symbolic_gradients_in_a_graph():
 def _op_library():
     path = os.path.join(BUILD, "python", "time_two_op.so")
     if not os.path.exists(path):
-        pytest.skip(f"{path} is not built (make python builds it)")
+        from tf_oracle import oracle_missing
+        oracle_missing(f"{path} is not built (make python builds it)")  # a failure when CI is set
     return tf.load_op_library(path)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import deepflow as tf
-from tf_oracle import assert_same
+from tf_oracle import assert_same, to_oracle_form
 
 rng = np.random.default_rng(1)
 X = rng.standard_normal((64, 8)).astype(np.float32)
@@ -229,3 +229,18 @@ def test_fit_evaluate_predict_on_a_dataset():
     assert 0.0 <= logs["accuracy"] <= 1.0
     p = model.predict(tf.data.Dataset.from_tensor_slices(X).batch(10), verbose=0)
     assert p.shape == (64, 2)
+
+
+def test_schedules_evaluate_as_tensorflow(tf_oracle):
+    code = """
+s = tf.keras.optimizers.schedules
+steps = [0, 5, 10, 25]
+result = [tf.constant([float(f(t)) for t in steps]) for f in (
+    s.ExponentialDecay(0.1, decay_steps=10, decay_rate=0.5),
+    s.ExponentialDecay(0.1, decay_steps=10, decay_rate=0.5, staircase=True),
+    s.PiecewiseConstantDecay([5, 20], [1.0, 0.5, 0.1]),
+    s.CosineDecay(0.2, decay_steps=20, alpha=0.1))]
+"""
+    env = {"tf": tf}
+    exec(code, env)
+    assert_same(to_oracle_form(env["result"]), tf_oracle.run(code), rtol=1e-5, atol=1e-6)

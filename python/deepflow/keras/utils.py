@@ -31,6 +31,8 @@ def set_random_seed(seed):
 
 
 def register_keras_serializable(package="Custom", name=None):
+    """Accepted so Keras code runs; the class is returned unchanged, since deepflow rebuilds
+    only its built-in classes from configs (load_model of a Python layer is not supported)."""
     def decorate(cls):
         return cls
     return decorate
