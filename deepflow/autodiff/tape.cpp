@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "deepflow/autodiff/tape.h"
+#include "deepflow/ops/variable_reads.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -23,6 +24,12 @@ struct GradientTape::Impl {
   bool used = false;
   std::unordered_set<uint64_t> watched;
   std::vector<Entry> entries;
+  std::vector<Variable> variables;  // watched_variables(), first seen first
+  std::unordered_set<uint64_t> variable_ids;
+
+  void add_variable(const Variable& v) {
+    if (variable_ids.insert(v.id()).second) variables.push_back(v);
+  }
 
   bool is_watched(const Tensor& t) {
     if (watched.count(t.id())) return true;
@@ -50,6 +57,11 @@ void record_on_tapes(const OpDef& def, std::span<const Tensor> inputs, const Att
     for (const Tensor& t : outputs) tape->watched.insert(t.id());
     tape->entries.push_back({&def, attrs, TensorList(inputs.begin(), inputs.end()), outputs});
   }
+}
+void note_variable_read(const Variable& v) {
+  if (!v.trainable()) return;
+  for (GradientTape::Impl* tape : t_tapes)
+    if (tape->recording && tape->watch_variables) tape->add_variable(v);
 }
 bool any_tape_recording() {
   for (const GradientTape::Impl* tape : t_tapes)
@@ -79,7 +91,11 @@ void GradientTape::watch(const Tensor& t) {
   if (t.dtype() == DType::String) return;  // not differentiable: TF ignores it too
   impl_->watched.insert(t.id());
 }
-void GradientTape::watch(const Variable& v) { impl_->watched.insert(v.id()); }
+void GradientTape::watch(const Variable& v) {
+  impl_->watched.insert(v.id());
+  impl_->add_variable(v);
+}
+std::vector<Variable> GradientTape::watched_variables() const { return impl_->variables; }
 
 GradientTape::StopRecording::StopRecording(GradientTape& tape) : tape_(tape), prev_(tape.impl_->recording) {
   tape.impl_->recording = false;
@@ -89,6 +105,8 @@ GradientTape::StopRecording::~StopRecording() { tape_.impl_->recording = prev_; 
 void GradientTape::reset() {
   impl_->entries.clear();
   impl_->watched.clear();
+  impl_->variables.clear();
+  impl_->variable_ids.clear();
   impl_->used = false;
 }
 

@@ -39,6 +39,11 @@ class GradientTape {
   void watch(const Tensor& t);
   void watch(const Variable& v);
 
+  /// The variables this tape watches, in the order first seen: those passed to watch()
+  /// and, with watch_accessed_variables, every trainable variable read while it recorded
+  /// (eagerly, while a function was traced, or by a graph run on this thread).
+  std::vector<Variable> watched_variables() const;
+
   /// d sum(targets * output_gradients) / d sources; one entry per source, undefined
   /// (or zeros with UnconnectedGradients::Zero) where a source is not connected.
   std::vector<Tensor> gradient(const std::vector<Tensor>& targets, const std::vector<Tensor>& sources,

@@ -125,6 +125,19 @@ void save_model(Model& model, const std::string& dir, const SaveModelOptions& op
               {"optimizer_variables", nullptr}};
   if (model.compile_options()) meta["compile_config"] = compile_config(*model.compile_options(), optimizer.get());
   if (options.include_optimizer && optimizer) meta["optimizer_variables"] = names_of(opt_vars);
+  if (!options.extra_metadata.empty()) {
+    Config extra;
+    try {
+      extra = Config::parse(options.extra_metadata);
+    } catch (const nlohmann::json::exception& e) {
+      fail(at, "extra_metadata is not JSON: ", e.what());
+    }
+    DF_CHECK(extra.is_object(), at, "extra_metadata must be a JSON object, got ", extra.dump());
+    for (const auto& [k, v] : extra.items()) {
+      DF_CHECK(!meta.contains(k), at, "extra_metadata may not replace '", k, "'");
+      meta[k] = v;
+    }
+  }
 
   // The forward pass in inference mode, one trace for any batch size.
   const Signature sig = serving_signature(model, options, dir);
@@ -145,7 +158,15 @@ void save_model(Model& model, const std::string& dir, const SaveModelOptions& op
                                        .overwrite = options.overwrite});
 }
 
-ModelPtr load_model(const std::string& dir, const LoadModelOptions& options) {
+namespace {
+
+// The serve MetaGraph's description and its Keras metadata, checked.
+struct SavedKeras {
+  io::MetaGraphInfo info;
+  Config meta;
+};
+
+SavedKeras read_saved_keras(const std::string& dir) {
   const std::string at = "[keras.load_model] " + dir + ": ";
   const std::vector<io::MetaGraphInfo> infos = io::read_saved_model_info(dir);
   const io::MetaGraphInfo* info = nullptr;
@@ -162,25 +183,29 @@ ModelPtr load_model(const std::string& dir, const LoadModelOptions& options) {
            "not a Keras model (its object_metadata has no deepflow.keras config); load it with io::load_saved_model");
   DF_CHECK(meta.value("format_version", 0) <= kFormatVersion, at, "Keras metadata version ",
            meta.value("format_version", 0), " is newer than this library reads (", kFormatVersion, ")");
-  DF_CHECK(!meta["model_config"].is_null(), at, "model '", meta.value("name", ""), "' is a subclassed model (class ",
-           meta.value("class_name", "?"), "): its layer graph is C++ code, so it cannot be rebuilt without it. Load "
-           "it with io::load_saved_model(dir) and call its 'serving_default' signature");
+  return {*info, std::move(meta)};
+}
+
+void restore_state(Model& model, const SavedKeras& saved, const std::string& dir, bool optimizer) {
+  const Config& meta = saved.meta;
+  io::BundleReader bundle(dir + "/variables/variables", io::BundleReadOptions{.mmap = false});
+  restore(model.weights(), meta["weights"], saved.info, bundle, "model", dir);
+  OptimizerPtr opt = model.optimizer();
+  if (optimizer && opt && meta.contains("optimizer_variables") && !meta["optimizer_variables"].is_null()) {
+    // A trained optimizer saved its slots too: they exist once it is built for the
+    // trainable weights, in the order the saved one made them (fit builds it the same
+    // way). One that never stepped saved only its iterations and learning rate.
+    if (meta["optimizer_variables"].size() > opt->variables().size()) opt->build(model.trainable_weights());
+    restore(opt->variables(), meta["optimizer_variables"], saved.info, bundle, "optimizer", dir);
+  }
+}
+
+// Runs `body`, turning JSON errors and core errors into "[keras.load_model] <dir>: ...".
+template <class F>
+auto with_load_errors(const std::string& dir, F&& body) {
+  const std::string at = "[keras.load_model] " + dir + ": ";
   try {
-    ModelPtr model = model_from_config(meta["model_config"]);
-    io::BundleReader bundle(dir + "/variables/variables", io::BundleReadOptions{.mmap = false});
-    restore(model->weights(), meta["weights"], *info, bundle, "model", dir);
-    if (options.compile && !meta["compile_config"].is_null()) {
-      model->compile(compile_options_from_config(meta["compile_config"]));
-      if (!meta["optimizer_variables"].is_null()) {
-        // A trained optimizer saved its slots too: they exist once it is built for the
-        // trainable weights, in the order the saved one made them (fit builds it the same
-        // way). One that never stepped saved only its iterations and learning rate.
-        OptimizerPtr opt = model->optimizer();
-        if (meta["optimizer_variables"].size() > opt->variables().size()) opt->build(model->trainable_weights());
-        restore(opt->variables(), meta["optimizer_variables"], *info, bundle, "optimizer", dir);
-      }
-    }
-    return model;
+    return body();
   } catch (const nlohmann::json::exception& e) {
     fail(at, "bad Keras metadata: ", e.what());
   } catch (const Error& e) {
@@ -188,6 +213,34 @@ ModelPtr load_model(const std::string& dir, const LoadModelOptions& options) {
     if (msg.rfind("[keras.load_model]", 0) == 0) throw;
     fail(at, msg);
   }
+}
+
+}  // namespace
+
+ModelPtr load_model(const std::string& dir, const LoadModelOptions& options) {
+  const std::string at = "[keras.load_model] " + dir + ": ";
+  const SavedKeras saved = read_saved_keras(dir);
+  const Config& meta = saved.meta;
+  DF_CHECK(!meta["model_config"].is_null(), at, "model '", meta.value("name", ""), "' is a subclassed model (class ",
+           meta.value("class_name", "?"), "): its layer graph is C++ code, so it cannot be rebuilt without it. Load "
+           "it with io::load_saved_model(dir) and call its 'serving_default' signature");
+  return with_load_errors(dir, [&] {
+    ModelPtr model = model_from_config(meta["model_config"]);
+    const bool compile = options.compile && !meta["compile_config"].is_null();
+    if (compile) model->compile(compile_options_from_config(meta["compile_config"]));
+    restore_state(*model, saved, dir, compile);
+    return model;
+  });
+}
+
+std::string read_model_metadata(const std::string& dir) { return read_saved_keras(dir).meta.dump(); }
+
+void restore_model_state(Model& model, const std::string& dir, bool optimizer) {
+  const SavedKeras saved = read_saved_keras(dir);
+  with_load_errors(dir, [&] {
+    restore_state(model, saved, dir, optimizer);
+    return 0;
+  });
 }
 
 }  // namespace deepflow::keras

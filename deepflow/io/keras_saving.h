@@ -53,6 +53,10 @@ struct SaveModelOptions {
   /// and shapes with the batch dim unknown; for a subclassed model, the shapes of its first
   /// call (float32).
   std::optional<Signature> input_signature;
+  /// A JSON object whose members are added to object_metadata (a front end's own
+  /// description of the model, e.g. the Python class and get_config() of a subclassed
+  /// model); they must not replace the keys listed in the file comment.
+  std::string extra_metadata;
 };
 
 /// Writes `model` as a SavedModel directory `dir` (see the file comment). Errors name the
@@ -70,5 +74,15 @@ struct LoadModelOptions {
 /// A new model from a directory save_model wrote: config, weights, compile config and
 /// optimizer state.
 ModelPtr load_model(const std::string& dir, const LoadModelOptions& options = {});
+
+/// The object_metadata JSON of a directory save_model wrote (checked to be a deepflow.keras
+/// model of a version this library reads), for a front end that rebuilds the model itself.
+std::string read_model_metadata(const std::string& dir);
+
+/// What load_model does once the model is rebuilt (and, for the optimizer state,
+/// compiled): assigns the saved weights in Model::weights() order, checking each dtype and
+/// shape, then, when `optimizer` and the model has one, builds it and restores its saved
+/// variables. Throws "[keras.load_model] <dir>: ..." naming the variable at fault.
+void restore_model_state(Model& model, const std::string& dir, bool optimizer = true);
 
 }  // namespace deepflow::keras

@@ -200,7 +200,13 @@ pb::SavedModel build_proto(const std::string& dir, const std::vector<SignatureSp
              dir, ": asset name '", name, "' must be a plain file name");
     mg->add_asset_file_def()->set_filename(name);
   }
-  mg->set_object_metadata(options.object_metadata);
+  if (options.object_metadata_from_names) {
+    std::vector<std::string> extra_names;
+    for (const Variable& v : options.extra_variables) extra_names.push_back(var_names.name(v));
+    mg->set_object_metadata(options.object_metadata_from_names(extra_names));
+  } else {
+    mg->set_object_metadata(options.object_metadata);
+  }
   return sm;
 }
 
@@ -241,8 +247,8 @@ void publish(const fs::path& tmp, const fs::path& dir, bool overwrite) {
 
 }  // namespace
 
-void save_saved_model(const std::string& dir, const std::vector<SignatureSpec>& signatures,
-                      const SaveOptions& options) {
+std::vector<std::string> save_saved_model(const std::string& dir, const std::vector<SignatureSpec>& signatures,
+                                          const SaveOptions& options) {
   DF_CHECK(!dir.empty(), "[save_saved_model] empty directory name");
   fs::path final_dir = fs::path(dir).lexically_normal();
   if (final_dir.has_filename() == false) final_dir = final_dir.parent_path();
@@ -281,6 +287,9 @@ void save_saved_model(const std::string& dir, const std::vector<SignatureSpec>& 
     fs::remove_all(tmp, ec);
     throw;
   }
+  std::vector<std::string> extra_names;
+  for (const Variable& v : options.extra_variables) extra_names.push_back(var_names.name(v));
+  return extra_names;
 }
 
 }  // namespace deepflow::io

@@ -39,6 +39,7 @@
 // shape, a corrupt bundle.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -82,13 +83,18 @@ struct SaveOptions {
   /// share one, later ones get "_1", "_2", ... (the functions' variables come first, in
   /// signature order, then these).
   std::vector<Variable> extra_variables;
+  /// When set, replaces object_metadata with what it returns, given the name each of
+  /// extra_variables is saved under (metadata that refers to variables by name).
+  std::function<std::string(const std::vector<std::string>& extra_names)> object_metadata_from_names;
   /// Replace an existing non-empty directory (atomically) instead of failing.
   bool overwrite = false;
 };
 
 /// Writes a SavedModel to `dir` (see the file comment). Signature keys are unique;
-/// every function must be defined. Errors name the directory and what is wrong.
-void save_saved_model(const std::string& dir, const std::vector<SignatureSpec>& signatures,
+/// every function must be defined. Errors name the directory and what is wrong. Returns
+/// the name each of options.extra_variables was saved under (a loader finds it by that
+/// name in SavedModel::variables()).
+std::vector<std::string> save_saved_model(const std::string& dir, const std::vector<SignatureSpec>& signatures,
                       const SaveOptions& options = {});
 
 // --- reading the description only (saved_model_cli show) ---

@@ -11,6 +11,7 @@
 #include "deepflow/core/error.h"
 #include "deepflow/graph/builder.h"
 #include "deepflow/graph/graph.h"
+#include "deepflow/keras/serialization.h"
 #include "deepflow/ops/op.h"
 #include "deepflow/ops/ops.h"
 
@@ -153,12 +154,12 @@ TensorList call_layer(Layer& layer, const TensorList& inputs, std::optional<bool
   } catch (const LayerError&) {
     throw;
   } catch (const std::bad_weak_ptr&) {
-    throw LayerError(detail::cat("[", layer.name(), "] a layer called on Keras tensors must be owned by a "
+    throw LayerError(deepflow::detail::cat("[", layer.name(), "] a layer called on Keras tensors must be owned by a "
                                  "std::shared_ptr (make it with a holder, make_layer or std::make_shared)"));
   } catch (const Error& e) {
     // Only the library's errors get the layer's name; others (a Python exception raised
     // in a layer written in Python, bad_alloc) go up unchanged.
-    throw LayerError(detail::cat("[", layer.name(), " (", layer.class_name(), ")] ", e.what(),
+    throw LayerError(deepflow::detail::cat("[", layer.name(), " (", layer.class_name(), ")] ", e.what(),
                                  "; called on ", types_of(inputs)));
   }
 }
@@ -289,7 +290,10 @@ Tensor Input(const Shape& shape, const std::string& name, DType dtype, std::opti
   Functional& f = functional();
   std::lock_guard<std::recursive_mutex> lock(f.mu);
   GraphScope scope(f.graph);
-  return name.empty() ? placeholder(dtype, Shape(dims)) : placeholder(dtype, Shape(dims), unique_name(name));
+  if (name.empty()) return placeholder(dtype, Shape(dims));
+  Tensor t = placeholder(dtype, Shape(dims), unique_name(name));
+  remember_input_name(t, name);
+  return t;
 }
 
 bool is_keras_tensor(const Tensor& t) {

@@ -39,11 +39,6 @@ InputNames& input_names() {
   return *n;
 }
 
-void remember_input_name(const Tensor& t, const std::string& name) {
-  InputNames& n = input_names();
-  std::lock_guard<std::mutex> lock(n.mu);
-  n.by_tensor[t.id()] = name;
-}
 
 // The InputLayer name of a model input: the name it was rebuilt with, else the
 // placeholder's (what keras::Input was given), else Keras's default.
@@ -552,5 +547,11 @@ const bool kModelsRegistered = [] {
   return true;
 }();
 }  // namespace
+
+void remember_input_name(const Tensor& t, const std::string& name) {
+  InputNames& n = input_names();
+  std::lock_guard<std::mutex> lock(n.mu);
+  n.by_tensor[t.id()] = name;
+}
 
 }  // namespace deepflow::keras

@@ -88,6 +88,10 @@ std::string model_to_json(const Model& model, int indent = -1);
 /// Parses the text (a JSON error names the offset) and calls model_from_config.
 ModelPtr model_from_json(const std::string& json);
 
+/// Records `name` as the InputLayer name of Keras tensor `t`: keras::Input keeps the name
+/// it was given (as Keras does) even when its graph node needed a process-wide unique one.
+void remember_input_name(const Tensor& t, const std::string& name);
+
 /// Keras's compile config: {"optimizer": {"class_name", "config"} (or a name), "loss": a
 /// name or {"class_name", "config"} (a list of them for several outputs), "metrics": names
 /// or {"class_name", "config"}, "loss_weights": [...] or null, "run_eagerly"}. `optimizer`:

@@ -3,6 +3,7 @@
 
 #include "deepflow/ops/op.h"
 #include "deepflow/ops/ops.h"
+#include "deepflow/ops/variable_reads.h"
 
 namespace deepflow {
 
@@ -38,6 +39,7 @@ Variable Variable::wrap(const Tensor& value, std::string name, bool trainable) {
 
 Tensor Variable::value() const {
   DF_CHECK(state_, "[Variable] read of an undefined variable");
+  if (state_->trainable && detail::any_tape_recording()) detail::note_variable_read(*this);
   if (current_build_scope()) {
     // Inside a graph or trace the read is a node, so the graph sees later assignments.
     // Its output carries the variable's id, so tapes treat every read as the variable.

@@ -46,6 +46,38 @@ TEST(GradientTape, WatchAccessedVariablesOff) {
   EXPECT_FALSE(tape.gradient(y, w).defined());
 }
 
+// watched_variables(): trainable variables read while recording, eagerly, in a traced
+// function's run and in a graph, plus explicitly watched ones, each once, first seen first.
+TEST(GradientTape, WatchedVariablesListsWhatWasRead) {
+  Variable a(constant({1.f}), "a"), b(constant({2.f}), "b"), frozen(constant({3.f}), "frozen", false);
+  Variable c(constant({4.f}), "c");
+  Function f = function([&](const Tensor& x) { return x * c.value(); },
+                        {.input_signature = Signature{{DType::Float32, {1}}}});
+  ConcreteFunction cf = f.get_concrete_function();
+  Tensor unread = b.value();  // before the tape: not listed
+  GradientTape tape;
+  Tensor y = a.value() * frozen.value() + a.value();
+  Tensor z = cf({y})[0];
+  tape.watch(frozen);
+  const std::vector<Variable> seen = tape.watched_variables();
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].name(), "a");
+  EXPECT_EQ(seen[1].name(), "c");
+  EXPECT_EQ(seen[2].name(), "frozen");
+  EXPECT_EQ(tape.gradient(z, c).to_vector<float>(), (std::vector<float>{4.f}));
+  {
+    GradientTape off(false, /*watch_accessed_variables=*/false);
+    Tensor w = b.value() * 2;
+    EXPECT_TRUE(off.watched_variables().empty());
+  }
+  GradientTape paused;
+  {
+    GradientTape::StopRecording stop(paused);
+    Tensor w = b.value() * 2;
+  }
+  EXPECT_TRUE(paused.watched_variables().empty());
+}
+
 TEST(GradientTape, NonScalarTargetIsSummed) {
   Tensor x = constant({1.0, 2.0}, {2}, DType::Float64);
   GradientTape tape;

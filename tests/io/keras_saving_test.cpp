@@ -119,6 +119,41 @@ TEST(KerasSaving, ResumedTrainingEqualsOneRun) {
   EXPECT_GT(reduce_max(abs(a[0] - b[0])).item<double>(), 1e-4);
 }
 
+// What a front end that rebuilds the model itself uses: the metadata (with its own extra
+// members), then restore_model_state into a model it made and compiled.
+TEST(KerasSaving, RestoreIntoAModelRebuiltElsewhere) {
+  TempDir tmp;
+  auto [x, y] = regression_data(32);
+  Tensor in = Input({4}, "ks_rs_in");
+  Tensor out = layers::Dense(2, {.name = "ks_rs_out"})(layers::Dense(5, {.name = "ks_rs_h"})(in));
+  auto model = std::make_shared<Model>(TensorList{in}, TensorList{out}, "ks_rs");
+  model->compile({.optimizer = optimizers::Adam({.learning_rate = 0.01}), .loss = {"mse"}});
+  model->fit(x, concat({y, y}, 1), {.batch_size = 8, .epochs = 1, .verbose = 0});
+  const std::string dir = tmp / "m";
+  save_model(*model, dir, {.extra_metadata = R"({"frontend": {"class": "Mine"}})"});
+  const Config meta = Config::parse(read_model_metadata(dir));
+  EXPECT_EQ(meta["frontend"]["class"], "Mine");
+  EXPECT_EQ(meta["name"], "ks_rs");
+
+  ModelPtr rebuilt = model_from_config(meta["model_config"]);
+  rebuilt->compile(compile_options_from_config(meta["compile_config"]));
+  restore_model_state(*rebuilt, dir);
+  expect_same_weights(*model, *rebuilt, 0);
+  EXPECT_EQ(rebuilt->optimizer()->iterations().value().item<int64_t>(), 4);
+  const std::vector<Variable> slots = rebuilt->optimizer()->variables(), want = model->optimizer()->variables();
+  ASSERT_EQ(slots.size(), want.size());
+  for (size_t i = 0; i < slots.size(); ++i) expect_near(slots[i].value(), want[i].value(), 0);
+
+  // A rebuilt model of another shape is named in the error, and keeps its weights.
+  Tensor in2 = Input({4}, "ks_rs_in2");
+  auto other = std::make_shared<Model>(TensorList{in2}, TensorList{layers::Dense(3, {.name = "ks_rs_o2"})(in2)}, "o");
+  EXPECT_THAT(error_of([&] { restore_model_state(*other, dir); }),
+              HasSubstr("[keras.load_model] " + dir + ": the rebuilt model has 2 variables, the file lists 4"));
+  EXPECT_THAT(error_of([&] { save_model(*model, tmp / "bad", {.extra_metadata = R"({"weights": 1})"}); }),
+              HasSubstr("extra_metadata may not replace 'weights'"));
+  EXPECT_THAT(error_of([&] { read_model_metadata(tmp / "missing"); }), HasSubstr(tmp / "missing"));
+}
+
 TEST(KerasSaving, FunctionalTwoInputsTwoOutputs) {
   TempDir tmp;
   Tensor a = Input({3}, "ks_fa"), b = Input({3}, "ks_fb");

@@ -176,10 +176,20 @@ TEST(SavedModel, ExtraVariablesMetadataAssetsAndNameClashes) {
   Variable vocab(constant(std::vector<std::string>{"", std::string("a\0b", 3), std::string(300, 'z')}, {3}), "vocab",
                  false);
   testing::write_bytes(tmp / "vocab.txt", "a\nb\n");
-  save_saved_model(tmp / "m", {{.fn = d.f.get_concrete_function()}},
-                   {.assets = {{"vocab.txt", tmp / "vocab.txt"}},
-                    .object_metadata = std::string("{\"k\": 1}\0x", 10),
-                    .extra_variables = {slot, step, d.w, vocab}});
+  const std::vector<std::string> saved_as =
+      save_saved_model(tmp / "m", {{.fn = d.f.get_concrete_function()}},
+                       {.assets = {{"vocab.txt", tmp / "vocab.txt"}},
+                        .object_metadata = std::string("{\"k\": 1}\0x", 10),
+                        .extra_variables = {slot, step, d.w, vocab}});
+  // The function's variables are named first; a clashing extra one gets a suffix.
+  EXPECT_EQ(saved_as, (std::vector<std::string>{"dense/kernel_1", "step", "dense/kernel", "vocab"}));
+  // Metadata that names the variables is made once their names are known.
+  save_saved_model(tmp / "names", {{.fn = d.f.get_concrete_function()}},
+                   {.extra_variables = {slot, step},
+                    .object_metadata_from_names = [](const std::vector<std::string>& names) {
+                      return names.at(0) + "," + names.at(1);
+                    }});
+  EXPECT_EQ(load_saved_model(tmp / "names").object_metadata(), "dense/kernel_1,step");
   SavedModel m = load_saved_model(tmp / "m");
   EXPECT_EQ(m.object_metadata(), std::string("{\"k\": 1}\0x", 10));
   EXPECT_EQ(testing::read_bytes(m.assets().at("vocab.txt")), "a\nb\n");

@@ -331,6 +331,18 @@ TEST(ModelSerialization, FunctionalSharedLayersManyInputsAndOutputs) {
   for (size_t i = 0; i < got.size(); ++i) expect_near(got[i], want[i], 1e-6);
 }
 
+// Two models whose Inputs were given one name both keep it (the graph node of the second
+// is renamed to stay unique, the Keras name is not).
+TEST(ModelSerialization, InputNamesAreKeptWhenGivenTwice) {
+  for (int i = 0; i < 2; ++i) {
+    Tensor in = Input({3}, "ser_twice");
+    auto m = std::make_shared<Model>(TensorList{in}, TensorList{layers::Dense(1)(in)});
+    const Config c = model_to_config(*m);
+    EXPECT_EQ(c["config"]["input_layers"], Config::parse(R"([["ser_twice", 0, 0]])")) << "model " << i;
+    EXPECT_EQ(c["config"]["layers"][0]["name"], "ser_twice");
+  }
+}
+
 TEST(ModelSerialization, ReadsKeras2InboundNodes) {
   // Keras 2's form: inbound_nodes [[["layer", node, tensor, {}], ...]] and the model class "Model".
   const std::string json = R"({"class_name": "Model", "config": {"name": "k2",
