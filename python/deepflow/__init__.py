@@ -30,9 +30,12 @@ from ._function import TensorSpec, function  # noqa: F401
 from ._graph import Graph, Operation, get_default_graph  # noqa: F401
 from ._control_flow import case, cond, switch_case, while_loop  # noqa: F401
 from ._print import print  # noqa: F401,A001
+from ._py_function import numpy_function, py_function  # noqa: F401
 from . import math, nn, linalg, random, config, compat, experimental, keras  # noqa: F401,E402
 from ._op_library import load_op_library  # noqa: F401
 from . import data, io  # noqa: F401
+from ._module import Module  # noqa: F401,E402
+from . import debugging, saved_model, train  # noqa: F401,E402
 from ._function import autograph_module as _autograph_module
 
 autograph = _autograph_module()  # tf.autograph, with deepflow's ops as its backend

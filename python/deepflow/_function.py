@@ -17,6 +17,7 @@ import weakref
 import numpy as np
 
 from . import _deepflow
+from . import _traceback
 from . import dtypes
 from . import nest
 from .tensor_shape import TensorShape
@@ -95,6 +96,11 @@ def functions_run_eagerly():
     return _run_eagerly
 
 
+def _deepflow_errors():
+    from .errors import OpError
+    return OpError
+
+
 class _Marker:
     """Where a tensor sat in the arguments (the trace key holds dtype and rank)."""
 
@@ -125,10 +131,11 @@ def _key_of(value):
 class ConcreteFunction:
     """One trace of a tf.function: call it with tensors, print it, read its graph."""
 
-    def __init__(self, cfunc, owner, key):
+    def __init__(self, cfunc, owner, key, arguments=None):
         self._cfunc = cfunc
         self._owner = owner
         self._key = key
+        self._arguments = arguments  # (positional args, kwargs) it was made for: TensorSpecs
 
     @property
     def graph(self):
@@ -152,6 +159,7 @@ class ConcreteFunction:
         return [TensorSpec([None if d < 0 else d for d in dims], dtypes.from_enum(dt))
                 for dt, dims in self._cfunc._outputs]
 
+    @_traceback.filter_traceback
     def __call__(self, *args):
         from ._op_util import convert_to_tensor
         flat = [convert_to_tensor(a) for a in nest.flatten(list(args))]
@@ -250,6 +258,7 @@ class Function:
         except (TypeError, ValueError):
             return args, kwargs
 
+    @_traceback.filter_traceback
     def __call__(self, *args, **kwargs):
         if _run_eagerly:
             return self._python_function(*args, **kwargs)
@@ -272,7 +281,12 @@ class Function:
         if cfunc is None:
             cfunc = self._make(key, structure, flat)
         before = cfunc.trace_count
-        out = cfunc(tensors)
+        try:
+            out = cfunc(tensors)
+        except _deepflow_errors() as e:
+            if cfunc.trace_count == before:  # it failed running, not tracing: say which function
+                _traceback.note_function(e, self._python_function, self._name)
+            raise
         if cfunc.trace_count != before:
             self._count_trace()
         return self._pack_outputs(key, out)
@@ -363,7 +377,7 @@ class Function:
         concrete = cfunc.get_concrete_function(specs)
         if cfunc.trace_count != before:
             self._count_trace()
-        return ConcreteFunction(concrete, self, key)
+        return ConcreteFunction(concrete, self, key, structure)
 
     def __repr__(self):
         return f"<deepflow.function {self._name} at 0x{id(self):X}>"

@@ -51,9 +51,12 @@ class GradientTape:
                 self._watched.append(t)
 
     def watched_variables(self):
-        """The variables watched explicitly with watch() (trainable variables read under the
-        tape are watched as well but not listed here)."""
-        return tuple(self._watched)
+        """The variables watched, first seen first: those given to watch() and the trainable
+        variables read while the tape recorded (also inside tf.functions and loaded
+        SavedModels)."""
+        from ._variables import Variable
+        mine = {v._id: v for v in self._watched}
+        return tuple(mine.get(v._id) or Variable._share(v) for v in self._tape._watched_variables())
 
     @contextlib.contextmanager
     def stop_recording(self):

@@ -77,6 +77,9 @@ void init_autodiff(nb::module_& m) {
         t.tape = std::make_unique<GradientTape>(t.persistent, t.watch_accessed_variables);
       })
       .def("_exit", [](PyTape& t) { t.pause(); })
+      .def("_watched_variables", [](const PyTape& t) {
+        return t.tape ? t.tape->watched_variables() : std::vector<Variable>{};
+      })
       .def("_pause", [](PyTape& t) { t.pause(); })
       .def("_resume", [](PyTape& t) { t.resume(); })
       .def("_reset", [](PyTape& t) { t.get().reset(); })

@@ -13,6 +13,10 @@
 #include "deepflow/core/tensor.h"
 #include "deepflow/ops/variable.h"
 
+namespace deepflow::data {
+class Iterator;
+}
+
 namespace deepflow::py {
 
 namespace nb = nanobind;
@@ -60,6 +64,11 @@ void init_function(nb::module_& m);
 void init_py_ops(nb::module_& m);
 void init_data(nb::module_& m);
 void init_keras(nb::module_& m);
+void init_saving(nb::module_& m);
+
+/// The C++ iterator of a Python dataset iterator (tf.data's Iterator binding), or nullptr
+/// when `obj` is not one; for checkpoints, which save its position.
+data::Iterator* iterator_of(nb::handle obj);
 
 }  // namespace deepflow::py
 

@@ -557,6 +557,13 @@ void bind_ops(nb::module_& d) {
 
 }  // namespace
 
+data::Iterator* iterator_of(nb::handle obj) {
+  if (!nb::isinstance<PyIterator>(obj)) return nullptr;
+  PyIterator& self = nb::cast<PyIterator&>(obj);
+  DF_CHECK(self.it != nullptr, "[Checkpoint] the dataset iterator was closed");
+  return self.it.get();
+}
+
 void init_data(nb::module_& m) {
   nb::module_ d = m.def_submodule("data", "tf.data and tf.io over deepflow/data");
   bind_dataset(d);

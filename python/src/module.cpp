@@ -55,4 +55,5 @@ NB_MODULE(_deepflow, m) {
   init_py_ops(m);
   init_data(m);
   init_keras(m);
+  init_saving(m);
 }

@@ -13,6 +13,7 @@ import json
 import re
 
 from .. import _deepflow
+from .._traceback import filter_traceback
 from .. import dtypes
 from .. import nest
 from .._op_util import convert_to_tensor
@@ -30,6 +31,11 @@ def _to_tensor(x):
     if isinstance(x, _deepflow.Variable):
         return x.value()
     return x if isinstance(x, Tensor) else convert_to_tensor(x)
+
+
+# Called after any layer's build (tf.train.Checkpoint's deferred restoration: values
+# restored before a model had weights are assigned as the weights are made).
+AFTER_BUILD = []
 
 
 def _shape_of_dims(dims):
@@ -50,6 +56,7 @@ class LayerAPI:
             self._set_dtype_policy(policy)
 
     # --- calling ---
+    @filter_traceback
     def __call__(self, inputs, *args, training=None, **kwargs):
         flat = [_to_tensor(x) for x in nest.flatten(inputs)]
         self._df_frames.append((inputs, args, kwargs, None))
@@ -89,6 +96,8 @@ class LayerAPI:
         else:
             arg = s[0] if len(s) == 1 else s
         self.build(arg)
+        for hook in list(AFTER_BUILD):
+            hook()
 
     def build(self, input_shape):
         """Makes the weights; called once, before the first call, with the input shape."""

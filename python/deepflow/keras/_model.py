@@ -4,6 +4,7 @@ predict run the C++ training loop (a traced train step, the progress bar, callba
 with the GIL released. A subclass that overrides train_step or test_step gets the Python
 loop of _custom_fit.py instead, as Keras runs a custom train_step."""
 from .. import _deepflow
+from .._traceback import filter_traceback
 from .. import nest
 from ._layer import LayerAPI, _to_tensor
 
@@ -90,6 +91,7 @@ class ModelAPI:
         cls = type(self)
         return any(getattr(cls, n) is not getattr(ModelAPI, n) for n in ("train_step", "test_step"))
 
+    @filter_traceback
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
             validation_data=None, shuffle=True, class_weight=None, sample_weight=None, initial_epoch=0,
             steps_per_epoch=None, validation_steps=None, validation_batch_size=None, validation_freq=1, **kwargs):
@@ -131,6 +133,7 @@ class ModelAPI:
                 cb._df_history(hist)
         return hist
 
+    @filter_traceback
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None, steps=None,
                  callbacks=None, return_dict=False, **kwargs):
         from ._custom_fit import evaluate_python, is_dataset
@@ -148,6 +151,7 @@ class ModelAPI:
         values = [logs[n] for n in names if n in logs] or list(logs.values())
         return values[0] if len(values) == 1 else values
 
+    @filter_traceback
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, **kwargs):
         from ._custom_fit import is_dataset, predict_python
         if is_dataset(x) and steps is None and _flat_elements(x):
@@ -215,6 +219,14 @@ class ModelAPI:
             if layer.name == name:
                 return layer
         raise ValueError(f"No such layer: {name}. Existing layers are: {[l.name for l in layers]}.")
+
+    def save(self, filepath, overwrite=True, include_optimizer=True, **kwargs):
+        from ._saving import save_model
+        save_model(self, filepath, overwrite=overwrite, include_optimizer=include_optimizer, **kwargs)
+
+    def export(self, filepath, format="tf_saved_model", verbose=True, input_signature=None, **kwargs):
+        from ._saving import export
+        export(self, filepath, format=format, verbose=verbose, input_signature=input_signature, **kwargs)
 
     def save_weights(self, filepath, overwrite=True, **kwargs):
         self._save_weights(str(filepath))

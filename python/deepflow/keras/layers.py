@@ -29,8 +29,8 @@ def _activation_config(a):
 
 def _object_config(v):
     """Initializers and regularizers: a name, or an object's Keras serialization."""
-    if v is None or isinstance(v, (str, int, float, bool)):
-        return v
+    if v is None or isinstance(v, (str, int, float, bool, dict)):
+        return v  # a dict is a Keras serialization ({"class_name", "config"}), as Keras accepts
     if hasattr(v, "_df_keras_config"):
         return v._df_keras_config()
     raise TypeError(f"[keras.layers] cannot use {v!r} here: give a name or a tf.keras object")
@@ -139,12 +139,17 @@ def _layer(cls_name, positional=(), tuples=None, **defaults):
     params += [inspect.Parameter(k, inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                  default=v) for k, v in defaults.items()]
     params.append(inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD))
-    cls = type(cls_name, (_Builtin,), {"_keras_class": cls_name, "_positional": tuple(positional),
+    def __init__(self, *args, **kwargs):
+        _Builtin.__init__(self, *args, **kwargs)
+
+    # Each class its own __init__, so that inspect.signature shows its Keras arguments.
+    __init__.__signature__ = inspect.Signature([inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)]
+                                               + params)
+    __init__.__qualname__ = f"{cls_name}.__init__"
+    return type(cls_name, (_Builtin,), {"_keras_class": cls_name, "_positional": tuple(positional),
                                         "_defaults": dict(defaults), "_tuples": dict(tuples or {}),
-                                        "__module__": __name__, "__doc__": f"tf.keras.layers.{cls_name}"})
-    cls.__init__.__signature__ = inspect.Signature([inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)]
-                                                   + params)
-    return cls
+                                        "__init__": __init__, "__module__": __name__,
+                                        "__doc__": f"tf.keras.layers.{cls_name}"})
 
 
 _DENSE_INIT = dict(kernel_initializer="glorot_uniform", bias_initializer="zeros", kernel_regularizer=None,

@@ -30,9 +30,4 @@ def set_random_seed(seed):
     _random.set_seed(seed)
 
 
-def register_keras_serializable(package="Custom", name=None):
-    """Accepted so Keras code runs; the class is returned unchanged, since deepflow rebuilds
-    only its built-in classes from configs (load_model of a Python layer is not supported)."""
-    def decorate(cls):
-        return cls
-    return decorate
+from ._saving import custom_object_scope, get_custom_objects, get_registered_name, register_keras_serializable  # noqa: E402,F401,E501
