@@ -22,7 +22,9 @@
 #include "deepflow/keras/callbacks.h"
 #include "deepflow/keras/datasets/mnist.h"
 #include "deepflow/keras/model.h"
+#include "deepflow/keras/schedules.h"
 #include "deepflow/keras/serialization.h"
+#include "deepflow/ops/op.h"
 
 namespace deepflow::py {
 namespace {
@@ -84,6 +86,60 @@ struct PyModel : k::Model {
   std::string class_name() const override {
     nb::gil_scoped_acquire gil;
     return nb::cast<std::string>(nb::borrow(nb_trampoline.base()).attr("_df_class_name")());
+  }
+};
+
+// An Optimizer subclassed in Python (Keras 3's contract): C++ makes the slots it is asked
+// for through build(), and runs update_step per variable inside apply_gradients (eagerly, or
+// once while fit traces its step); both reach the Python object's hooks.
+struct PyOptimizer : k::Optimizer {
+  NB_TRAMPOLINE(k::Optimizer, 3);
+  PyOptimizer(std::string name, k::OptimizerOptions o) : k::Optimizer(std::move(name), std::move(o)) {}
+  void build_slots(const Variable& var) override {
+    nb::gil_scoped_acquire gil;
+    nb::borrow(nb_trampoline.base()).attr("_df_build_slot")(var);
+  }
+  void update_step(const Tensor& grad, Variable& var, const Tensor& lr) override {
+    nb::gil_scoped_acquire gil;
+    nb::borrow(nb_trampoline.base()).attr("_df_update_step")(grad, var, lr);
+  }
+  k::Config get_config() const override {
+    nb::gil_scoped_acquire gil;
+    return parse(nb::cast<std::string>(nb::borrow(nb_trampoline.base()).attr("_df_config_json")()));
+  }
+  k::Config base_config() const { return k::Optimizer::get_config(); }
+  // A slot made while a step is traced is still a variable, made eagerly.
+  Variable slot_of(const Variable& var, const std::string& name) {
+    BuildScopeGuard eager(nullptr);
+    return add_slot(var, name);
+  }
+};
+
+// A Metric subclassed in Python: update_state runs Python (traced once inside fit's step,
+// where its assigns become graph ops), result and reset_state too.
+struct PyMetric : k::Metric {
+  NB_TRAMPOLINE(k::Metric, 5);
+  explicit PyMetric(std::string name) : k::Metric(std::move(name)) {}
+  void update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) override {
+    nb::gil_scoped_acquire gil;
+    nb::borrow(nb_trampoline.base())
+        .attr("_df_update_state")(y_true, y_pred, sample_weight.defined() ? nb::cast(sample_weight) : nb::none());
+  }
+  Tensor result() const override {
+    nb::gil_scoped_acquire gil;
+    return to_tensor(nb::borrow(nb_trampoline.base()).attr("_df_result")());
+  }
+  void reset_state() override {
+    nb::gil_scoped_acquire gil;
+    nb::borrow(nb_trampoline.base()).attr("_df_reset_state")();
+  }
+  std::string class_name() const override {
+    nb::gil_scoped_acquire gil;
+    return nb::cast<std::string>(nb::borrow(nb_trampoline.base()).attr("_df_class_name")());
+  }
+  k::Config get_config() const override {
+    nb::gil_scoped_acquire gil;
+    return parse(nb::cast<std::string>(nb::borrow(nb_trampoline.base()).attr("_df_config_json")()));
   }
 };
 
@@ -367,7 +423,8 @@ void init_keras(nb::module_& m) {
     return std::make_shared<FnLoss>(std::move(fn), name, reduction_of(reduction));
   });
 
-  nb::class_<k::Metric>(m, "_Metric")
+  nb::class_<k::Metric, PyMetric>(m, "_Metric")
+      .def(nb::init<std::string>(), nb::arg("name"))
       .def("update_state", [](k::Metric& mt, const TensorArg& y_true, const TensorArg& y_pred, nb::handle sw) {
         mt.update_state(y_true, y_pred, sw.is_none() ? Tensor() : to_tensor(sw));
       }, nb::arg("y_true"), nb::arg("y_pred"), nb::arg("sample_weight").none() = nb::none())
@@ -396,7 +453,25 @@ void init_keras(nb::module_& m) {
     fail("[keras.metrics] no metric class '", cls, "'");
   });
 
-  nb::class_<k::Optimizer>(m, "_Optimizer")
+  nb::class_<k::Optimizer, PyOptimizer>(m, "_Optimizer")
+      .def("__init__", [](k::Optimizer* self, const std::string& name, double lr, const std::string& schedule,
+                          std::optional<double> clipnorm, std::optional<double> clipvalue,
+                          std::optional<double> global_clipnorm, std::optional<double> weight_decay) {
+        k::OptimizerOptions o{.clipnorm = clipnorm, .clipvalue = clipvalue, .global_clipnorm = global_clipnorm,
+                              .weight_decay = weight_decay};
+        o.learning_rate = schedule.empty() ? k::LearningRate(lr) : k::LearningRate(k::schedules::deserialize(parse(schedule)));
+        new (self) PyOptimizer(name, o);
+      }, nb::arg("name"), nb::arg("learning_rate"), nb::arg("schedule"), nb::arg("clipnorm").none(),
+         nb::arg("clipvalue").none(), nb::arg("global_clipnorm").none(), nb::arg("weight_decay").none())
+      .def("_add_slot", [](k::Optimizer& o, const Variable& var, const std::string& name) {
+        auto* py = dynamic_cast<PyOptimizer*>(&o);
+        DF_CHECK(py != nullptr, "[Optimizer.add_variable_from_reference] only for optimizers written in Python");
+        return py->slot_of(var, name);
+      })
+      .def("_base_config_json", [](const k::Optimizer& o) {
+        auto* py = dynamic_cast<const PyOptimizer*>(&o);
+        return (py ? py->base_config() : o.get_config()).dump();
+      })
       .def("apply_gradients", [](k::Optimizer& o, nb::handle grads_and_vars) {
         std::vector<std::pair<Tensor, Variable>> gv;
         for (nb::handle item : grads_and_vars) {

@@ -5,6 +5,8 @@
 //                       the user's Python grad_fn (tf.custom_gradient).
 //   py_print            writes its inputs' values (tf.print): stateful, so it runs on
 //                       every call of a traced function, not only while tracing.
+//   py_function         outputs = func(inputs), run by Python (tf.py_function in a graph or
+//                       a traced tf.data map): the GIL is held only while func runs.
 // A Python callable rides in an attribute as a 0-element uint8 tensor whose data pointer
 // is the PyObject and whose storage holds a reference to it: it lives exactly as long as
 // the graph nodes and tape entries that use it.
@@ -104,9 +106,90 @@ OpId print_op() {
   return id;
 }
 
+// py_function's outputs are known only once Python ran: at run time (concrete inputs)
+// the shape inference calls func and keeps its results here for the kernel, which the
+// dispatcher runs next on the same thread.
+thread_local TensorList t_py_function_results;
+
+// The "spec" attribute: per output, dtype, rank, then the dims (-1 unknown).
+std::vector<TensorType> output_specs(const Tensor& spec) {
+  std::vector<TensorType> out;
+  const int64_t* p = spec.data<int64_t>();
+  for (int64_t i = 0; i < spec.size();) {
+    TensorType t{dtype_of_int(int(p[i])), Shape{}};
+    const int64_t rank = p[i + 1];
+    std::vector<int64_t> dims(p + i + 2, p + i + 2 + rank);
+    t.shape = Shape(dims);
+    out.push_back(t);
+    i += 2 + rank;
+  }
+  return out;
+}
+
+void run_py_function(const OpCall& c, const std::vector<TensorType>& specs) {
+  nb::gil_scoped_acquire gil;
+  nb::list args;
+  for (int i = 0; i < c.num_inputs(); ++i) args.append(nb::cast(c.in(i)));
+  nb::object r = nb::borrow(callable_of(c.attr_tensor("func")))(args);
+  TensorList results;
+  for (nb::handle x : r) results.push_back(to_tensor(x));
+  DF_CHECK(results.size() == specs.size(), "[tf.py_function] func returned ", results.size(), " values, Tout has ",
+           specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const Tensor& t = results[i];
+    DF_CHECK(t.dtype() == specs[i].dtype && t.shape().compatible_with(specs[i].shape), "[tf.py_function] output ",
+             i, " is ", dtype_name(t.dtype()), t.shape(), ", Tout says ", dtype_name(specs[i].dtype), specs[i].shape);
+  }
+  t_py_function_results = std::move(results);
+}
+
+OpId py_function_op() {
+  static const OpId id = [] {
+    OpId op = register_custom_op(OpDef{
+        .name = "py_function",
+        .num_inputs = -1,
+        .attrs = {AttrSpec::required_of("func", AttrKind::Tensor), AttrSpec::required_of("spec", AttrKind::Tensor)},
+        .infer = [](const OpCall& c, TypeList& out) {
+          const std::vector<TensorType> specs = output_specs(c.attr_tensor("spec"));
+          bool concrete = true;
+          for (int i = 0; i < c.num_inputs(); ++i) concrete &= !c.in(i).is_symbolic();
+          if (!concrete) {
+            for (const TensorType& t : specs) out.push_back(t);
+            return;
+          }
+          run_py_function(c, specs);
+          for (const Tensor& t : t_py_function_results) out.push_back(TensorType{t.dtype(), t.shape()});
+        },
+        .non_differentiable = true,
+        .stateful = true,
+        .strings = true,
+    });
+    register_kernel(op, KernelDef{.name = "ref", .run = [](const OpCall& c, TensorList& out) {
+                      // A caller that allocated the outputs without running the inference
+                      // first (shapes it knew) gets func run here.
+                      if (t_py_function_results.empty()) {
+                        std::vector<TensorType> specs;
+                        for (const Tensor& o : out) specs.push_back(TensorType{o.dtype(), o.shape()});
+                        run_py_function(c, specs);
+                      }
+                      TensorList results = std::move(t_py_function_results);
+                      t_py_function_results.clear();
+                      for (size_t i = 0; i < out.size(); ++i) copy_into(results[i], out[i]);
+                    }});
+    return op;
+  }();
+  return id;
+}
+
 }  // namespace
 
 void init_py_ops(nb::module_& m) {
+  m.def("py_function_call", [](nb::object func, nb::handle inputs, const std::vector<int64_t>& spec) {
+    TensorList in;
+    for (nb::handle x : inputs) in.push_back(to_tensor(x));
+    Tensor spec_t = constant(spec);
+    return dispatch(py_function_op(), in, {{"func", callable_tensor(func)}, {"spec", spec_t}});
+  }, "tf.py_function in a graph: an op whose kernel calls func(inputs) with the GIL held.");
   m.def("custom_gradient_call", [](nb::handle outputs, nb::handle inputs, nb::object grad_fn) {
     TensorList in;
     for (nb::handle y : outputs) in.push_back(to_tensor(y));

@@ -1,6 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """tf.keras.metrics: stateful metrics over the C++ ones (update_state / result /
-reset_state), by object or by name in compile."""
+reset_state), by object or by name in compile.
+
+A Python subclass of Metric follows Keras 3's contract: state made with add_variable (or
+add_weight), update_state(y_true, y_pred, sample_weight=None) assigning to it, result(),
+and reset_state() (by default every state variable back to its initial value). compile
+hands it to the C++ training loop, which traces its update_state into the train step.
+"""
+import json
+
 from .. import _deepflow
 
 
@@ -9,8 +17,15 @@ class Metric:
 
     _keras_class = None
 
-    def __init__(self, name=None, dtype=None, threshold=0.5, k=5, num_thresholds=200, _impl=None):
+    def __init__(self, name=None, dtype=None, threshold=0.5, k=5, num_thresholds=200, _impl=None, **kwargs):
         cls = self._keras_class
+        if cls is None and _impl is None:
+            if kwargs:
+                raise TypeError(f"Unrecognized keyword arguments passed to {type(self).__name__}: {list(kwargs)}")
+            self._df_state = []  # (variable, initial value)
+            self._df_dtype = dtype or "float32"
+            self._impl = _Hooks(self, name or _default_name(type(self).__name__))
+            return
         self._impl = _impl if _impl is not None else _deepflow._metric_make(
             cls, name or _default_name(cls), float(threshold if threshold is not None else 0.5),
             int(k if cls and "TopK" in cls else num_thresholds))
@@ -26,6 +41,10 @@ class Metric:
         return self._impl.result()
 
     def reset_state(self):
+        if hasattr(self, "_df_state"):
+            for v, value in self._df_state:
+                v.assign(value)
+            return
         self._impl.reset_state()
 
     reset_states = reset_state
@@ -35,10 +54,68 @@ class Metric:
         return self.result()
 
     def get_config(self):
-        return {"name": self.name}
+        return {"name": self.name, "dtype": getattr(self, "_df_dtype", "float32")}
+
+    # --- what a Python subclass uses ---
+    def add_variable(self, shape=(), initializer="zeros", dtype=None, aggregation="sum", name=None):
+        """A state variable (non-trainable), restored to its initial value by reset_state()."""
+        from .. import init_scope
+        from .._variables import Variable
+        from . import initializers
+        with init_scope():
+            init = initializer
+            if isinstance(init, str):
+                init = {"zeros": initializers.Zeros, "ones": initializers.Ones}.get(init.lower())
+                if init is None:
+                    raise ValueError(f"[{type(self).__name__}.add_variable] initializer {initializer!r}: give "
+                                     "'zeros', 'ones' or an initializer object")
+                init = init()
+            value = init(list(shape), dtype=dtype or self._df_dtype)
+            v = Variable(value, trainable=False, name=name or "variable")
+        self._df_state.append((v, value))
+        return v
+
+    def add_weight(self, name=None, shape=(), initializer="zeros", dtype=None, aggregation="sum"):
+        return self.add_variable(shape, initializer, dtype, aggregation, name)
+
+    @property
+    def variables(self):
+        if hasattr(self, "_df_state"):
+            return [v for v, _ in self._df_state]
+        from .._variables import Variable
+        return [Variable._share(v) for v in getattr(self._impl, "_variables", [])]
+
+    @property
+    def dtype(self):
+        return getattr(self, "_df_dtype", "float32")
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}>"
+
+
+class _Hooks(_deepflow._Metric):
+    """The C++ metric of a Python subclass: the training loop calls these, which call the
+    Python object (held weakly: it owns this one)."""
+
+    def __init__(self, owner, name):
+        import weakref
+        _deepflow._Metric.__init__(self, name)
+        self._owner = weakref.ref(owner)
+
+    def _df_update_state(self, y_true, y_pred, sample_weight):
+        self._owner().update_state(y_true, y_pred, sample_weight=sample_weight)
+
+    def _df_result(self):
+        return self._owner().result()
+
+    def _df_reset_state(self):
+        self._owner().reset_state()
+
+    def _df_class_name(self):
+        return type(self._owner()).__name__
+
+    def _df_config_json(self):
+        return json.dumps(self._owner().get_config())
 
 
 def _default_name(cls):
