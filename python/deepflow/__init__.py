@@ -13,12 +13,13 @@ from ._deepflow import Tensor  # noqa: F401
 from .dtypes import (DType, as_dtype, bfloat16, bool, double, float16, float32, float64, half,  # noqa: F401
                      int8, int32, int64, string, uint8)
 from .tensor_shape import TensorShape  # noqa: F401
-from ._ops import (abs, add, add_n, argmax, argmin, cast, ceil, clip_by_value, constant, convert_to_tensor,  # noqa: F401,E501
-                   cos, cumsum, divide, equal, exp, floor, floordiv, greater, greater_equal, identity, less,
-                   less_equal, log, logical_and, logical_not, logical_or, matmul, maximum, minimum, multiply,
+from ._ops import truncatediv  # noqa: F401
+from ._ops import (abs, add, add_n, argmax, argmin, cast, clip_by_value, constant, convert_to_tensor,  # noqa: F401,E501
+                   cos, cumsum, divide, equal, exp, floor, greater, greater_equal, identity, less,
+                   less_equal, logical_and, logical_not, logical_or, matmul, maximum, minimum, multiply,
                    negative, not_equal, pow, reduce_all, reduce_any, reduce_logsumexp, reduce_max, reduce_mean,
-                   reduce_min, reduce_prod, reduce_std, reduce_sum, reduce_variance, round, rsqrt, saturate_cast,
-                   sigmoid, sign, sin, sqrt, square, squared_difference, stop_gradient, subtract, tanh,
+                   reduce_min, reduce_prod, reduce_sum, round, saturate_cast,
+                   sigmoid, sign, sin, sqrt, square, stop_gradient, subtract, tanh,
                    tensordot, truediv, where)
 from ._array_ops import (boolean_mask, broadcast_to, concat, expand_dims, eye, fill, gather, gather_nd,  # noqa: F401
                          identity_n, linspace, meshgrid, newaxis, one_hot, ones, ones_like, pad, range, rank,
@@ -27,21 +28,20 @@ from ._array_ops import (boolean_mask, broadcast_to, concat, expand_dims, eye, f
 from ._variables import Variable, VariableAggregation, VariableSynchronization  # noqa: F401
 from .backprop import GradientTape, UnconnectedGradients, custom_gradient, gradients  # noqa: F401
 from ._function import TensorSpec, function  # noqa: F401
-from ._graph import Graph, Operation, get_default_graph  # noqa: F401
+from ._graph import Graph, Operation  # noqa: F401
+from ._graph import get_default_graph as _get_default_graph
 from ._control_flow import case, cond, switch_case, while_loop  # noqa: F401
 from ._print import print  # noqa: F401,A001
 from ._py_function import numpy_function, py_function  # noqa: F401
 from . import math, nn, linalg, random, config, compat, experimental, keras  # noqa: F401,E402
 from ._op_library import load_op_library  # noqa: F401
 from . import data, io  # noqa: F401
+from .io._sparse import SparseTensor, SparseTensorSpec  # noqa: F401,E402
 from ._module import Module  # noqa: F401,E402
 from . import debugging, saved_model, train  # noqa: F401,E402
-from ._function import autograph_module as _autograph_module
-
-autograph = _autograph_module()  # tf.autograph, with deepflow's ops as its backend
+from ._autograph_api import autograph  # noqa: E402  (tf.autograph; deepflow's ops as its backend)
 
 __version__ = "2.21.0"  # the TensorFlow API version this package follows
-OperatorNotAllowedInGraphError = _tensor.OperatorNotAllowedInGraphError
 
 
 def executing_eagerly():
@@ -69,7 +69,7 @@ class init_scope:  # noqa: N801 - TensorFlow's name
 
 def name_scope(name):
     """tf.name_scope: prefixes node names while a graph is built."""
-    return get_default_graph().name_scope(name) if not executing_eagerly() else _NullScope(name)
+    return _get_default_graph().name_scope(name) if not executing_eagerly() else _NullScope(name)
 
 
 class _NullScope:

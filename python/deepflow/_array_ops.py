@@ -206,11 +206,21 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
     return _op("gather", [_t(params), _indices(indices)], {"axis": axis, "batch_dims": int(batch_dims)})
 
 
-def gather_nd(params, indices, batch_dims=0, name=None):
+def _check_policy(who, bad_indices_policy):
+    if bad_indices_policy not in ("", "DEFAULT", "ERROR"):
+        raise NotImplementedError(f"[{who}] bad_indices_policy={bad_indices_policy!r}: out-of-range indices are an "
+                                  "error in deepflow (TensorFlow's CPU default)")
+
+
+def gather_nd(params, indices, batch_dims=0, name=None, bad_indices_policy=""):
+    _check_policy("tf.gather_nd", bad_indices_policy)
+    if batch_dims != 0:
+        raise NotImplementedError("[tf.gather_nd] batch_dims other than 0 is not supported yet")
     return _op("gather_nd", [_t(params), _indices(indices)])
 
 
-def scatter_nd(indices, updates, shape, name=None):
+def scatter_nd(indices, updates, shape, bad_indices_policy="", name=None):
+    _check_policy("tf.scatter_nd", bad_indices_policy)
     return _op("scatter_nd", [_indices(indices), _t(updates)], {"shape": _ints(shape)})
 
 

@@ -206,9 +206,9 @@ def compute_average_loss(per_example_loss, sample_weight=None, global_batch_size
     return _ops.reduce_sum(loss) / float(global_batch_size)
 
 
-def top_k(input, k=1, sorted=True, name=None):  # noqa: A002
+def top_k(input, k=1, sorted=True, index_type="int32", name=None):  # noqa: A002
     from . import _ops
-    return _ops.top_k(input, k, sorted)
+    return _ops.top_k(input, k, sorted, index_type)
 
 
 def embedding_lookup(params, ids, max_norm=None, name=None):

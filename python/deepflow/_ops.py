@@ -45,8 +45,12 @@ floor = _unary("floor", "floor")
 ceil = _unary("ceil", "ceil")
 round = _unary("round", "round")  # noqa: A001
 logical_not = _unary("logical_not", "logical_not")
-identity = _unary("identity", "identity")
-stop_gradient = _unary("stop_gradient", "stop_gradient")
+def identity(input, name=None):  # noqa: A002 - TensorFlow's name
+    return _op("identity", [_t(input)])
+
+
+def stop_gradient(input, name=None):  # noqa: A002
+    return _op("stop_gradient", [_t(input)])
 relu = _unary("relu", "relu")
 
 
@@ -289,8 +293,10 @@ def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
     return _op("cumsum", [_t(x)], {"axis": int(axis), "exclusive": bool(exclusive), "reverse": bool(reverse)})
 
 
-def top_k(input, k=1, sorted=True, name=None):  # noqa: A002
+def top_k(input, k=1, sorted=True, index_type=dtypes.int32, name=None):  # noqa: A002
     values, indices = _deepflow.top_k(_t(input), int(k), bool(sorted))
+    if dtypes.as_dtype(index_type) != indices.dtype:
+        indices = cast(indices, index_type)
     return _TopK(values, indices)
 
 
@@ -303,7 +309,9 @@ def count_nonzero(input, axis=None, keepdims=False, dtype=dtypes.int64, name=Non
 
 # --- matrix products ---
 def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
-           a_is_sparse=False, b_is_sparse=False, output_type=None, name=None):
+           a_is_sparse=False, b_is_sparse=False, output_type=None, grad_a=False, grad_b=False, name=None):
+    # a_is_sparse, b_is_sparse, grad_a and grad_b are hints to TensorFlow's kernels; the
+    # product is the same without them.
     a, b = _pair(a, b)
     return _op("matmul", [a, b], {"transpose_a": bool(transpose_a or adjoint_a),
                                   "transpose_b": bool(transpose_b or adjoint_b)})

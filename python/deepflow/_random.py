@@ -59,13 +59,25 @@ def categorical(logits, num_samples, dtype=None, seed=None, name=None):
 class Generator:
     """tf.random.Generator (from_seed): draws from its own seed sequence."""
 
-    def __init__(self, seed):
-        self._seed = int(seed)
+    def __init__(self, copy_from=None, state=None, alg=None):
+        # TensorFlow's constructor takes another generator or a raw state; a state here is
+        # the seed (from_seed and from_non_deterministic_state are how users make one).
+        if copy_from is not None:
+            self._seed, self._count = copy_from._seed, copy_from._count
+            return
+        if state is None:
+            raise ValueError("[tf.random.Generator] give copy_from or state, or use Generator.from_seed(seed)")
+        self._seed = int(np.asarray(state).reshape(-1)[0])
         self._count = 0
 
     @classmethod
     def from_seed(cls, seed, alg=None):
-        return cls(seed)
+        return cls(state=int(seed))
+
+    @classmethod
+    def from_non_deterministic_state(cls, alg=None):
+        import os
+        return cls(state=int.from_bytes(os.urandom(4), "little"))
 
     def _next(self):
         self._count += 1

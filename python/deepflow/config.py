@@ -2,16 +2,15 @@
 """tf.config: devices and threading (deepflow runs on the CPU; the CUDA backend is to come)."""
 import types
 
+import collections
+
 from . import _deepflow
 from ._function import functions_run_eagerly, run_functions_eagerly  # noqa: F401
 
 
-class PhysicalDevice:
-    def __init__(self, name, device_type):
-        self.name, self.device_type = name, device_type
-
-    def __repr__(self):
-        return f"PhysicalDevice(name='{self.name}', device_type='{self.device_type}')"
+class PhysicalDevice(collections.namedtuple("PhysicalDevice", ["name", "device_type"])):
+    """A device deepflow runs on (TensorFlow's namedtuple)."""
+    __slots__ = ()
 
 
 def list_physical_devices(device_type=None):

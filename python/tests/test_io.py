@@ -155,7 +155,7 @@ def test_parse_inside_dataset_map(examples, tf_oracle):
     compare(tf_oracle, code, path=path)
     spec = tf.data.TFRecordDataset(path).map(lambda r: tf.io.parse_single_example(r, {
         "x": tf.io.FixedLenFeature([3], tf.float32), "t": tf.io.VarLenFeature(tf.int64)})).element_spec
-    assert spec["x"] == tf.TensorSpec([3], tf.float32) and spec["t"] == tf.io.SparseTensorSpec([None], tf.int64)
+    assert spec["x"] == tf.TensorSpec([3], tf.float32) and spec["t"] == tf.SparseTensorSpec([None], tf.int64)
 
 
 PARSE_ERRORS = [

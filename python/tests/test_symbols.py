@@ -14,12 +14,15 @@ import deepflow as tf
 
 MODULES = ["", "math", "nn", "linalg", "random", "keras.layers", "keras.losses", "keras.metrics",
            "keras.optimizers", "keras.callbacks", "keras.initializers", "keras.regularizers",
-           "keras.activations", "keras.models", "keras.saving", "keras.utils", "data", "io", "train",
+           "keras.activations", "keras.models", "keras.utils", "data", "io", "train",
            "saved_model", "debugging", "autograph", "config", "experimental.dlpack", "keras.mixed_precision"]
 
 # (module, name): why it differs from TensorFlow.
 KNOWN = {
-
+    ("", "DType"): "constructed from a dtype enum (TensorFlow's also takes handle data); users take tf.float32 &c.",
+    ("", "Operation"): "graph operations are made by ops, not constructed by users",
+    ("data", "Dataset"): "made by its factories (from_tensor_slices, range, ...); TensorFlow's takes a variant tensor",
+    ("data", "Iterator"): "made by iter(dataset); TensorFlow's is an abstract class",
 }
 
 

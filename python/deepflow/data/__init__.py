@@ -13,17 +13,14 @@ flat_map / interleave functions run eagerly per element, and a dataset cannot be
 iterated or reduced inside a traced function yet.
 """
 from . import experimental  # noqa: F401
-from ._dataset import AUTOTUNE, INFINITE, UNKNOWN, DatasetV2
-from ._iterator import OwnedIterator
-from ._options import Options, ThreadingOptions
-from ._readers import TFRecordDatasetV2, TextLineDatasetV2
-
-Dataset = DatasetV2
-Iterator = OwnedIterator
-TFRecordDataset = TFRecordDatasetV2
-TextLineDataset = TextLineDatasetV2
-INFINITE_CARDINALITY = INFINITE
-UNKNOWN_CARDINALITY = UNKNOWN
+from ._dataset import AUTOTUNE  # noqa: F401
+from ._dataset import DatasetV2 as Dataset  # noqa: F401
+from ._dataset import INFINITE as INFINITE_CARDINALITY  # noqa: F401
+from ._dataset import UNKNOWN as UNKNOWN_CARDINALITY  # noqa: F401
+from ._iterator import OwnedIterator as Iterator  # noqa: F401
+from ._options import Options, ThreadingOptions  # noqa: F401
+from ._readers import TFRecordDatasetV2 as TFRecordDataset  # noqa: F401
+from ._readers import TextLineDatasetV2 as TextLineDataset  # noqa: F401
 
 __all__ = ["AUTOTUNE", "Dataset", "Iterator", "Options", "TFRecordDataset", "TextLineDataset", "ThreadingOptions",
            "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "experimental"]

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """tf.keras (Keras 3's API) over deepflow::keras."""
 from . import (activations, callbacks, datasets, initializers, layers, losses, metrics,  # noqa: F401
-               mixed_precision, optimizers, regularizers, saving, utils)
+               mixed_precision, optimizers, regularizers, utils)
 from ._layer import Layer  # noqa: F401
 from ._model import History, Input, Model, Sequential  # noqa: F401
 from . import models  # noqa: F401,E402

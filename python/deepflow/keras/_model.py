@@ -311,8 +311,8 @@ class Sequential(ModelAPI, LayerAPI, _deepflow._Sequential):
         return "Sequential"
 
 
-def Input(shape=None, batch_size=None, name=None, dtype=None, sparse=None, tensor=None, ragged=None,
-          batch_shape=None, **kwargs):
+def Input(shape=None, batch_size=None, dtype=None, sparse=None, ragged=None, batch_shape=None, name=None, tensor=None,
+          optional=False, **kwargs):
     """tf.keras.Input: a symbolic Keras tensor [batch, *shape] to build functional models."""
     from .. import dtypes
     if batch_shape is not None:

@@ -44,10 +44,8 @@ def get_custom_objects():
 class custom_object_scope:  # noqa: N801 - Keras's name
     """with custom_object_scope({"MyLayer": MyLayer}): ... makes the classes findable."""
 
-    def __init__(self, *dicts):
-        self._objects = {}
-        for d in dicts:
-            self._objects.update(d or {})
+    def __init__(self, custom_objects):
+        self._objects = dict(custom_objects or {})
 
     def __enter__(self):
         _CUSTOM_SCOPES.append(self._objects)

@@ -14,9 +14,43 @@ def linear(x):
     return x
 
 
-sigmoid, tanh, softplus, selu, elu = _nn.sigmoid, _nn.tanh, _nn.softplus, _nn.selu, _nn.elu
-gelu, silu, swish, relu6, leaky_relu = _nn.gelu, _nn.silu, _nn.swish, _nn.relu6, _nn.leaky_relu
+sigmoid, tanh = _nn.sigmoid, _nn.tanh
 exponential = _ops.exp
+
+
+# Keras 3's argument names (x, negative_slope), over tf.nn's.
+def elu(x, alpha=1.0):
+    if alpha == 1.0:
+        return _nn.elu(x)
+    x = _ops.convert_to_tensor(x)
+    return _ops.where(x > 0, x, alpha * (_ops.exp(x) - 1))
+
+
+def selu(x):
+    return _nn.selu(x)
+
+
+def softplus(x):
+    return _nn.softplus(x)
+
+
+def gelu(x, approximate=False):
+    return _nn.gelu(x, approximate)
+
+
+def silu(x):
+    return _nn.silu(x)
+
+
+swish = silu
+
+
+def relu6(x):
+    return _nn.relu6(x)
+
+
+def leaky_relu(x, negative_slope=0.2):
+    return _nn.leaky_relu(x, negative_slope)
 
 
 def softmax(x, axis=-1):

@@ -97,7 +97,10 @@ class CSVLogger(_Builtin):
 
 
 class TerminateOnNaN(_Builtin):
-    def __init__(self):
+    def __init__(self, raise_error=False):
+        if raise_error:
+            raise NotImplementedError("[TerminateOnNaN] raise_error=True is not supported yet: training stops "
+                                      "without raising")
         self._impl = _deepflow._terminate_on_nan()
 
 

@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """tf.keras.initializers: initializer objects, given to layers by name or object (the C++
 initializers are made from their Keras configs); calling one makes a tensor."""
-from ._serializable import KerasObject, keras_class
+from ._serializable import KerasObject as _KerasObject, keras_class as _keras_class
 
 
-class Initializer(KerasObject):
+class Initializer(_KerasObject):
     """A Keras initializer: a name and a config (the C++ initializer is made from them)."""
 
     def __call__(self, shape, dtype=None):
@@ -18,7 +18,7 @@ class Initializer(KerasObject):
 
 
 def _init(cls_name, names):
-    return keras_class(Initializer, cls_name, names, __name__)
+    return _keras_class(Initializer, cls_name, names, __name__)
 
 
 Zeros = _init("Zeros", [])

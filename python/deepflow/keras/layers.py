@@ -68,6 +68,13 @@ class _Builtin(Layer):
         if unknown:
             raise TypeError(f"Unrecognized keyword arguments passed to {cls_name}: {dict((k, kwargs[k]) for k in unknown)}")
         config.update(kwargs)
+        for k, default in _NOT_YET.items():  # TensorFlow's arguments the C++ layers do not take
+            if k in config and k not in _KNOWN_BY_CPP.get(cls_name, ()):
+                value = config.pop(k)
+                if k in _HINTS:
+                    continue
+                if value != default:
+                    raise NotImplementedError(f"[{cls_name}] {k}={value!r} is not supported yet")
         missing = [k for k in self._positional if config.get(k, _UNSET) is _UNSET]
         if missing:
             raise TypeError(f"{cls_name}.__init__() missing required argument(s): {missing}")
@@ -152,6 +159,14 @@ def _layer(cls_name, positional=(), tuples=None, **defaults):
                                         "__doc__": f"tf.keras.layers.{cls_name}"})
 
 
+# Arguments of TensorFlow's layers that deepflow's do not implement: accepted at their
+# default (anything else is a NotImplementedError); _HINTS are performance hints of
+# TensorFlow's GPU kernels, accepted with any value.
+_NOT_YET = {"output_padding": None, "renorm": False, "renorm_clipping": None, "renorm_momentum": 0.99,
+            "seed": None, "use_cudnn": "auto", "sliding_window": None, "flash_attention": None, "use_gate": False}
+_HINTS = {"use_cudnn", "flash_attention"}
+_KNOWN_BY_CPP = {"Dropout": ("seed",)}
+
 _DENSE_INIT = dict(kernel_initializer="glorot_uniform", bias_initializer="zeros", kernel_regularizer=None,
                    bias_regularizer=None, activity_regularizer=None, kernel_constraint=None, bias_constraint=None)
 
@@ -168,7 +183,8 @@ Conv2D = _layer("Conv2D", ["filters", "kernel_size"], {"kernel_size": 2, "stride
                 use_bias=True, **_DENSE_INIT)
 Conv2DTranspose = _layer("Conv2DTranspose", ["filters", "kernel_size"],
                          {"kernel_size": 2, "strides": 2, "dilation_rate": 2}, strides=(1, 1), padding="valid",
-                         data_format=None, dilation_rate=(1, 1), activation=None, use_bias=True, **_DENSE_INIT)
+                         output_padding=None, data_format=None, dilation_rate=(1, 1), activation=None,
+                         use_bias=True, **_DENSE_INIT)
 DepthwiseConv2D = _layer("DepthwiseConv2D", ["kernel_size"], {"kernel_size": 2, "strides": 2, "dilation_rate": 2},
                          strides=(1, 1), padding="valid", depth_multiplier=1, data_format=None,
                          dilation_rate=(1, 1), activation=None, use_bias=True,
@@ -195,10 +211,11 @@ GlobalMaxPooling1D = _layer("GlobalMaxPooling1D", data_format=None, keepdims=Fal
 BatchNormalization = _layer("BatchNormalization", axis=-1, momentum=0.99, epsilon=0.001, center=True, scale=True,
                             beta_initializer="zeros", gamma_initializer="ones", moving_mean_initializer="zeros",
                             moving_variance_initializer="ones", beta_regularizer=None, gamma_regularizer=None,
-                            beta_constraint=None, gamma_constraint=None, synchronized=False)
-LayerNormalization = _layer("LayerNormalization", axis=-1, epsilon=0.001, center=True, scale=True, rms_scaling=False,
+                            beta_constraint=None, gamma_constraint=None, renorm=False, renorm_clipping=None,
+                            renorm_momentum=0.99, synchronized=False)
+LayerNormalization = _layer("LayerNormalization", axis=-1, epsilon=0.001, center=True, scale=True,
                             beta_initializer="zeros", gamma_initializer="ones", beta_regularizer=None,
-                            gamma_regularizer=None, beta_constraint=None, gamma_constraint=None)
+                            gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, rms_scaling=False)
 Embedding = _layer("Embedding", ["input_dim", "output_dim"], embeddings_initializer="uniform",
                    embeddings_regularizer=None, embeddings_constraint=None, mask_zero=False)
 Add = _layer("Add")
@@ -208,18 +225,22 @@ Average = _layer("Average")
 Maximum = _layer("Maximum")
 Minimum = _layer("Minimum")
 Concatenate = _layer("Concatenate", axis=-1)
-_RNN = dict(use_bias=True, kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal",
-            bias_initializer="zeros", kernel_regularizer=None, recurrent_regularizer=None, bias_regularizer=None,
-            activity_regularizer=None, kernel_constraint=None, recurrent_constraint=None, bias_constraint=None,
-            dropout=0.0, recurrent_dropout=0.0, return_sequences=False, return_state=False, go_backwards=False,
-            stateful=False, unroll=False)
-SimpleRNN = _layer("SimpleRNN", ["units"], activation="tanh", **_RNN)
-LSTM = _layer("LSTM", ["units"], activation="tanh", recurrent_activation="sigmoid", unit_forget_bias=True, **_RNN)
-GRU = _layer("GRU", ["units"], activation="tanh", recurrent_activation="sigmoid", reset_after=True, **_RNN)
+_RNN_INIT = dict(kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal", bias_initializer="zeros")
+_RNN_REST = dict(kernel_regularizer=None, recurrent_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, kernel_constraint=None, recurrent_constraint=None, bias_constraint=None,
+                 dropout=0.0, recurrent_dropout=0.0, seed=None, return_sequences=False, return_state=False,
+                 go_backwards=False, stateful=False, unroll=False)
+SimpleRNN = _layer("SimpleRNN", ["units"], activation="tanh", use_bias=True, **_RNN_INIT,
+                   **{k: v for k, v in _RNN_REST.items() if k != "seed"}, seed=None)
+LSTM = _layer("LSTM", ["units"], activation="tanh", recurrent_activation="sigmoid", use_bias=True, **_RNN_INIT,
+              unit_forget_bias=True, **_RNN_REST, use_cudnn="auto")
+GRU = _layer("GRU", ["units"], activation="tanh", recurrent_activation="sigmoid", use_bias=True, **_RNN_INIT,
+             **_RNN_REST, reset_after=True, use_cudnn="auto")
 MultiHeadAttention = _layer("MultiHeadAttention", ["num_heads", "key_dim"], value_dim=None, dropout=0.0,
-                            use_bias=True, output_shape=None, attention_axes=None, kernel_initializer="glorot_uniform",
-                            bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
-                            activity_regularizer=None, kernel_constraint=None, bias_constraint=None)
+                            use_bias=True, output_shape=None, attention_axes=None, sliding_window=None,
+                            flash_attention=None, kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                            kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                            kernel_constraint=None, bias_constraint=None, use_gate=False, seed=None)
 
 
 class Bidirectional(_Builtin):
@@ -235,8 +256,8 @@ class Bidirectional(_Builtin):
         return v
 
 
-def InputLayer(shape=None, batch_size=None, dtype=None, sparse=None, batch_shape=None, input_tensor=None,
-               name=None, **kwargs):
+def InputLayer(shape=None, batch_size=None, dtype=None, sparse=None, ragged=None, batch_shape=None, input_tensor=None,
+               optional=False, name=None, **kwargs):
     """tf.keras.layers.InputLayer: fixes a Sequential's input shape (the C++ layer itself)."""
     shape = kwargs.pop("input_shape", shape)
     if batch_shape is None:

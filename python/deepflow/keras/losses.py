@@ -92,13 +92,31 @@ def _functional(cls):
     return fn
 
 
-mean_squared_error = mse = MSE = _functional(MeanSquaredError)
-mean_absolute_error = mae = MAE = _functional(MeanAbsoluteError)
-binary_crossentropy = _functional(BinaryCrossentropy)
-categorical_crossentropy = _functional(CategoricalCrossentropy)
+mse = MSE = _functional(MeanSquaredError)
+mae = MAE = _functional(MeanAbsoluteError)
 
 
-def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, axis=-1, ignore_class=None):
+def _last_axis(who, axis):
+    if axis not in (-1, None):
+        raise NotImplementedError(f"[tf.keras.losses.{who}] axis={axis}: only the last axis is supported")
+
+
+def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
+    _last_axis("binary_crossentropy", axis)
+    return BinaryCrossentropy(from_logits=from_logits, label_smoothing=label_smoothing,
+                              reduction="none")(y_true, y_pred)
+
+
+def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
+    _last_axis("categorical_crossentropy", axis)
+    return CategoricalCrossentropy(from_logits=from_logits, label_smoothing=label_smoothing,
+                                   reduction="none")(y_true, y_pred)
+
+
+def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_class=None, axis=-1):
+    _last_axis("sparse_categorical_crossentropy", axis)
+    if ignore_class is not None:
+        raise NotImplementedError("[tf.keras.losses.sparse_categorical_crossentropy] ignore_class is not supported yet")
     return SparseCategoricalCrossentropy(from_logits=from_logits, reduction="none")(y_true, y_pred)
 
 

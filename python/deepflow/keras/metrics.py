@@ -17,7 +17,7 @@ class Metric:
 
     _keras_class = None
 
-    def __init__(self, name=None, dtype=None, threshold=0.5, k=5, num_thresholds=200, _impl=None, **kwargs):
+    def __init__(self, dtype=None, name=None, threshold=0.5, k=5, num_thresholds=200, _impl=None, **kwargs):
         cls = self._keras_class
         if cls is None and _impl is None:
             if kwargs:

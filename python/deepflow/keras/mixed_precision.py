@@ -6,7 +6,8 @@ from .. import _deepflow
 class Policy:
     """A dtype policy: "float32", "mixed_float16", "mixed_bfloat16", ..."""
 
-    def __init__(self, name):
+    def __init__(self, name=None):
+        name = "float32" if name is None else name  # Keras's floatx
         self.name = name if isinstance(name, str) else name.name
         compute = {"mixed_float16": "float16", "mixed_bfloat16": "bfloat16"}
         self.compute_dtype = compute.get(self.name, self.name)

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """tf.keras.regularizers: L1, L2, L1L2 (the C++ regularizers, from their Keras configs)."""
-from ._serializable import KerasObject
+from ._serializable import KerasObject as _KerasObject
 
 
-class Regularizer(KerasObject):
+class Regularizer(_KerasObject):
     """A Keras regularizer: its penalty of a weight, and its config for the C++ side."""
 
     def __call__(self, x):

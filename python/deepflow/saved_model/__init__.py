@@ -17,7 +17,9 @@ class SaveOptions:
     """Accepted for TensorFlow's signature (namespace_whitelist, save_debug_info, ...)."""
 
     def __init__(self, namespace_whitelist=None, save_debug_info=False, function_aliases=None,
-                 experimental_io_device=None, experimental_variable_policy=None, **kwargs):
+                 experimental_debug_stripper=False, experimental_io_device=None, experimental_variable_policy=None,
+                 experimental_custom_gradients=True, experimental_image_format=False, experimental_skip_saver=False,
+                 experimental_sharding_callback=None, extra_tags=None):
         self.function_aliases = function_aliases
         self.save_debug_info = save_debug_info
 

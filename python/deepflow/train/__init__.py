@@ -12,7 +12,7 @@ layers are built, before they first compute.
 import os
 
 from .. import _deepflow
-from .._module import trackable_children
+from .._module import trackable_children as _trackable_children
 
 
 class CheckpointOptions:
@@ -76,7 +76,7 @@ def _flat(tree, path=""):
 
 def _node(obj, seen):
     out = {}
-    for name, value in trackable_children(obj):
+    for name, value in _trackable_children(obj):
         t = _tree(value, seen)
         if t is not None and t != {}:
             out[name] = t
@@ -274,9 +274,11 @@ class CheckpointManager:
     checkpoints in one directory, the oldest deleted beyond max_to_keep."""
 
     def __init__(self, checkpoint, directory, max_to_keep, keep_checkpoint_every_n_hours=None,
-                 checkpoint_name="ckpt", step_counter=None, checkpoint_interval=None, init_fn=None):
-        if checkpoint_interval is not None or step_counter is not None:
-            raise NotImplementedError("[CheckpointManager] step_counter and checkpoint_interval are not supported yet")
+                 checkpoint_name="ckpt", step_counter=None, checkpoint_interval=None, init_fn=None,
+                 last_checkpoint_step=None):
+        if checkpoint_interval is not None or step_counter is not None or last_checkpoint_step is not None:
+            raise NotImplementedError("[CheckpointManager] step_counter, checkpoint_interval and last_checkpoint_step "
+                                      "are not supported yet")
         self._checkpoint = checkpoint
         self._args = (os.fspath(directory), max_to_keep, keep_checkpoint_every_n_hours, checkpoint_name)
         self._init_fn = init_fn
