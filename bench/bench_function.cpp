@@ -6,6 +6,10 @@
 //   function/mlp_step_32x784x128x10/eager   the step as plain eager code
 //   function/mlp_step_32x784x128x10/traced  deepflow::function of the same code
 //   .../traced_no_passes                     the same without the graph passes
+// The fixed cost of one call of a tiny traced function (what a traced tf.data map pays
+// per element): cast(x * 3 + 1, float32) on an int64 scalar.
+//   function/call_3ops/eager    the three ops dispatched eagerly
+//   function/call_3ops/traced   the ConcreteFunction of the same code (executor per call)
 // With DEEPFLOW_BENCH_PROFILE=1 in the environment, the traced benchmarks also
 // print where their time goes: per op, the wall time of the nodes' dispatches
 // (infer + allocation + kernel) from deepflow::profiler.
@@ -76,6 +80,27 @@ void bm_traced(benchmark::State& state, bool passes, bool parallel = false) {
                 parallel ? "parallel" : "sequential", profiler::summary(profiler::stop(), kSteps).c_str());
   }
 }
+
+Tensor affine(const Tensor& x) { return cast(x * 3.0 + 1.0, DType::Float32); }
+
+void bm_call_eager(benchmark::State& state) {
+  const Tensor x = scalar(7, DType::Int64);
+  if (!warm_up(state, [&] { affine(x); })) return;
+  for (auto _ : state) benchmark::DoNotOptimize(affine(x));
+}
+
+void bm_call_traced(benchmark::State& state) {
+  const Tensor x = scalar(7, DType::Int64);
+  const TensorList in{x};
+  // The concrete function, as Dataset.map calls it: no signature lookup per call.
+  const ConcreteFunction f = function(affine, {.name = "affine"}).get_concrete_function(signature_of(in));
+  if (!warm_up(state, [&] { f(in); })) return;
+  for (auto _ : state) benchmark::DoNotOptimize(f(in));
+  state.counters["nodes"] = f.optimized_graph().num_nodes();
+}
+
+BENCHMARK(bm_call_eager)->Name("function/call_3ops/eager")->UseRealTime()->Unit(benchmark::kNanosecond);
+BENCHMARK(bm_call_traced)->Name("function/call_3ops/traced")->UseRealTime()->Unit(benchmark::kNanosecond);
 
 BENCHMARK(bm_eager)->Name("function/mlp_step_32x784x128x10/eager")->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(bm_traced, passes, true)

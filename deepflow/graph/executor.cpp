@@ -56,7 +56,8 @@ struct Step {
   std::vector<int> successors;    // steps waiting on this one (data or control)
   int num_preds = 0;              // distinct steps this one waits on
   int inplace_input = -1;         // input whose buffer the output may take
-  Tensor constant;                // a Const node's value: handed out without dispatch
+  Tensor constant;                // a Const node's value (a view made once): handed out without dispatch
+  bool share_constant = false;    // not fetched: every run may hand out that same view
 };
 
 // The share of a run that one device executes.
@@ -101,7 +102,10 @@ Part build_part(const Graph& g, const std::vector<int>& nodes, const std::vector
     // A model's weights are most of its nodes (43 of resnet18's 92): running each through
     // infer and kernel selection cost ~1 us apiece.
     if (n.op == OpId::Const)
-      if (const AttrValue* v = n.attrs.find("value"); v && std::holds_alternative<Tensor>(*v)) s.constant = std::get<Tensor>(*v);
+      if (const AttrValue* v = n.attrs.find("value"); v && std::holds_alternative<Tensor>(*v)) {
+        const Tensor& value = std::get<Tensor>(*v);
+        s.constant = value.view(value.shape());  // what the Const kernel returns
+      }
     for (const ValueRef& v : n.inputs) {
       const int64_t k = value_key(v);
       auto it = slot_of.find(k);
@@ -137,6 +141,10 @@ Part build_part(const Graph& g, const std::vector<int>& nodes, const std::vector
     p.fetch_slots.emplace_back(int(i), slot);
     fetched[size_t(slot)] = 1;
   }
+  // Tensors are immutable and consumers make their own outputs (identity makes a view),
+  // so a constant used only inside the run need not be a new tensor each time. A fetched
+  // one is: results of two runs must not share an identity (a tape watches by id).
+  for (Step& s : p.steps) s.share_constant = s.constant.defined() && !fetched[size_t(s.out_base)];
   for (int slot = 0; slot < p.num_slots; ++slot)
     if (fetched[size_t(slot)] || !opt.free_at_last_use) p.initial_uses[size_t(slot)] = kPinned;
 
@@ -216,24 +224,18 @@ bool owns_buffer(const Tensor& t) {
          impl->offset == 0 && impl->storage->nbytes() >= t.nbytes();
 }
 
-void run_step(RunState& st, int si) {
-  const Step& s = st.part->steps[size_t(si)];
-  const Node& n = st.graph->node(s.node);
-  TensorList ins;
-  ins.reserve(s.in_slots.size());
-  for (int slot : s.in_slots) ins.push_back(st.slots[size_t(slot)]);
-  // Copy every input before giving up any: a node may read one value twice (x * x).
-  for (int slot : s.in_slots)
-    if (st.uses[size_t(slot)].fetch_sub(1, std::memory_order_acq_rel) == 1) st.slots[size_t(slot)] = Tensor();
-  TensorList outs;
+// Runs one node on its gathered inputs into `outs`; ins is left empty (so a dying
+// input's buffer is free again once the node is done with it).
+void compute_step(const Step& s, const Node& n, TensorList& ins, bool allow_inplace, bool share_constants,
+                  TensorList& outs) {
   const bool profiling = profiler::active();
   const auto t0 = profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   try {
     bool done = false;
     if (s.constant.defined()) {
-      outs.push_back(s.constant.view(s.constant.shape()));  // what the Const kernel returns
+      outs.push_back(s.share_constant && share_constants ? s.constant : s.constant.view(s.constant.shape()));
       done = true;
-    } else if (s.inplace_input >= 0 && st.allow_inplace && owns_buffer(ins[size_t(s.inplace_input)])) {
+    } else if (s.inplace_input >= 0 && allow_inplace && owns_buffer(ins[size_t(s.inplace_input)])) {
       const Tensor& x = ins[size_t(s.inplace_input)];
       TypeList types = infer_types(n.op, ins, n.attrs);
       if (types.size() == 1 && types[0].dtype == x.dtype() && types[0].shape == x.shape()) {
@@ -249,17 +251,92 @@ void run_step(RunState& st, int si) {
         done = true;
       }
     }
-    if (!done) outs = dispatch(n.op, ins, n.attrs);
+    if (!done) dispatch_into(n.op, ins, n.attrs, outs);
   } catch (const std::exception& e) {
+    ins.clear();
     fail("[graph] node '", n.name, "': ", e.what());
   }
   ins.clear();
   if (profiling)
     profiler::record({n.name, n.def().name,
                       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count()});
+}
+
+// The parallel path: several threads may read the slots of one run at once.
+void run_step(RunState& st, int si) {
+  const Step& s = st.part->steps[size_t(si)];
+  const Node& n = st.graph->node(s.node);
+  TensorList ins;
+  ins.reserve(s.in_slots.size());
+  for (int slot : s.in_slots) ins.push_back(st.slots[size_t(slot)]);
+  // Copy every input before giving up any: a node may read one value twice (x * x).
+  for (int slot : s.in_slots)
+    if (st.uses[size_t(slot)].fetch_sub(1, std::memory_order_acq_rel) == 1) st.slots[size_t(slot)] = Tensor();
+  TensorList outs;
+  compute_step(s, n, ins, st.allow_inplace, /*share_constants=*/true, outs);
   for (int i = 0; i < s.num_outputs && i < int(outs.size()); ++i) {
     const int slot = s.out_base + i;
     if (st.part->initial_uses[size_t(slot)] > 0) st.slots[size_t(slot)] = std::move(outs[size_t(i)]);
+  }
+}
+
+// The scratch of one sequential run. Frames are reused by later runs on the same
+// thread, so running a small graph allocates nothing beyond what its kernels do.
+struct Frame {
+  std::vector<Tensor> slots;
+  std::vector<int> uses;  // one thread: plain counts
+  TensorList ins, outs;
+};
+
+// Frames free on this thread. A kernel that runs another graph (cond, while_loop, a
+// called function) takes a second frame while the first is in use.
+thread_local std::vector<std::unique_ptr<Frame>> t_free_frames;
+constexpr size_t kMaxFreeFrames = 8;
+
+class FrameLease {
+ public:
+  FrameLease() {
+    if (t_free_frames.empty()) {
+      frame_ = std::make_unique<Frame>();
+    } else {
+      frame_ = std::move(t_free_frames.back());
+      t_free_frames.pop_back();
+    }
+  }
+  ~FrameLease() {
+    // Values (fetched ones, those of a failed run) go now; the capacity stays.
+    for (Tensor& t : frame_->slots) t = Tensor();
+    frame_->ins.clear();
+    frame_->outs.clear();
+    if (t_free_frames.size() < kMaxFreeFrames) t_free_frames.push_back(std::move(frame_));
+  }
+  FrameLease(const FrameLease&) = delete;
+  FrameLease& operator=(const FrameLease&) = delete;
+  Frame& operator*() const { return *frame_; }
+
+ private:
+  std::unique_ptr<Frame> frame_;
+};
+
+// Runs a part in order on this thread. An input at its last use is moved, not copied,
+// so its buffer is owned by the node alone (what in-place reuse checks).
+void run_frame(Frame& f, const Part& part, const Graph& g, const TensorList& feed_values, bool taped) {
+  f.slots.resize(size_t(part.num_slots));
+  f.uses.assign(part.initial_uses.begin(), part.initial_uses.end());
+  for (const auto& [fi, slot] : part.feed_slots) f.slots[size_t(slot)] = feed_values[size_t(fi)];
+  RendezvousScope rdv(nullptr);
+  for (const Step& s : part.steps) {
+    for (int slot : s.in_slots) {
+      if (--f.uses[size_t(slot)] == 0) f.ins.push_back(std::move(f.slots[size_t(slot)]));
+      else f.ins.push_back(f.slots[size_t(slot)]);
+    }
+    // Under a tape: no buffer is taken over, and every constant is a tensor of its own.
+    compute_step(s, g.node(s.node), f.ins, !taped, !taped, f.outs);
+    for (int i = 0; i < s.num_outputs && i < int(f.outs.size()); ++i) {
+      const int slot = s.out_base + i;
+      if (part.initial_uses[size_t(slot)] > 0) f.slots[size_t(slot)] = std::move(f.outs[size_t(i)]);
+    }
+    f.outs.clear();
   }
 }
 
@@ -480,11 +557,15 @@ TensorList Executor::run(const TensorList& feed_values) const {
   const bool taped = detail::g_active_tapes > 0;
   if (taped || p.parts.size() == 1) {
     const Part& part = taped && p.whole ? *p.whole : p.parts[0];
+    if (taped || !part.parallel) {
+      FrameLease lease;
+      run_frame(*lease, part, g, feed_values, taped);
+      for (const auto& [f, slot] : part.fetch_slots) result[size_t(f)] = (*lease).slots[size_t(slot)];
+      return result;
+    }
     auto sp = std::make_shared<RunState>();
     init_state(*sp, part, g, feed_values);
-    sp->allow_inplace = !taped;
-    if (taped) run_sequential(*sp);
-    else run_part(*sp, sp, p.options);
+    run_parallel(sp, ThreadPool::shared(p.options.inter_op_threads));
     collect(part, *sp);
     return result;
   }

@@ -8,7 +8,9 @@
 // input slots, the last use of every value, placement and partitioning) and then
 // runs it many times.
 //
-// Running: small or chain-like graphs run sequentially on the caller's thread; graphs
+// Running: small or chain-like graphs run sequentially on the caller's thread, in scratch
+// kept per thread and reused by the next run (so a run of a small graph allocates little
+// beyond its outputs, and one Executor may run on several threads at once); graphs
 // with independent nodes run them at once on the inter-op ThreadPool (ready-queue
 // scheduling by dependency counts; the calling thread works too, so nested runs never
 // deadlock). Kernels keep their OpenMP intra-op threads (see thread_pool.h for how
