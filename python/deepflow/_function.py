@@ -65,9 +65,8 @@ class TensorSpec:
     def from_tensor(cls, tensor, name=None):
         return cls(tensor.shape, tensor.dtype, name)
 
-    def is_compatible_with(self, x):
-        if isinstance(x, TensorSpec):
-            return self.dtype == x.dtype and self.shape.is_compatible_with(x.shape)
+    def is_compatible_with(self, spec_or_tensor):
+        x = spec_or_tensor
         return self.dtype == x.dtype and self.shape.is_compatible_with(x.shape)
 
     def _sig(self):

@@ -23,6 +23,8 @@ KNOWN = {
     ("", "Operation"): "graph operations are made by ops, not constructed by users",
     ("data", "Dataset"): "made by its factories (from_tensor_slices, range, ...); TensorFlow's takes a variant tensor",
     ("data", "Iterator"): "made by iter(dataset); TensorFlow's is an abstract class",
+    ("Tensor", "numpy"): "TensorFlow's tf.Tensor is the symbolic base class; its eager tensors have numpy()",
+    ("Variable", "numpy"): "TensorFlow's tf.Variable is the base class; its resource variables have numpy()",
 }
 
 
@@ -34,14 +36,15 @@ def _module(path):
 
 
 def _params(obj):
-    """[(name, kind, has default)] of a function, or of a class's __init__; None if unknown."""
+    """[(name, kind, has default)] of a function, or of a class's __init__ (self left
+    out); None if unknown."""
     try:
         target = obj.__init__ if inspect.isclass(obj) else obj
         sig = inspect.signature(target)
     except (TypeError, ValueError):
         return None
     out = [(p.name, p.kind.name, p.default is not inspect.Parameter.empty) for p in sig.parameters.values()]
-    if inspect.isclass(obj) and out and out[0][0] == "self":
+    if out and out[0][0] in ("self", "cls"):
         out = out[1:]
     return out
 
@@ -58,7 +61,25 @@ def _ours():
     return rows
 
 
-ROWS = _ours()
+# Methods users call on TensorFlow's classes, a row each too.
+CLASSES = ["Tensor", "Variable", "GradientTape", "Module", "TensorSpec", "data.Dataset", "keras.Model",
+           "keras.Sequential", "keras.layers.Layer", "keras.optimizers.Optimizer", "keras.metrics.Metric",
+           "keras.callbacks.Callback", "train.Checkpoint", "train.CheckpointManager"]
+
+
+def _methods():
+    rows = []
+    for path in CLASSES:
+        *mod, cls_name = path.split(".")
+        cls = getattr(_module(".".join(mod)), cls_name)
+        for name in sorted(n for n in dir(cls) if not n.startswith("_")):
+            attr = getattr(cls, name, None)
+            if callable(attr) and not isinstance(attr, type):
+                rows.append((path, name, _params(attr)))
+    return rows
+
+
+ROWS = _ours() + _methods()
 
 ORACLE = """
 import inspect
@@ -69,7 +90,7 @@ def params(obj):
     except (TypeError, ValueError):
         return None
     out = [(p.name, p.kind.name, p.default is not inspect.Parameter.empty) for p in sig.parameters.values()]
-    if inspect.isclass(obj) and out and out[0][0] == 'self':
+    if out and out[0][0] in ('self', 'cls'):
         out = out[1:]
     return out
 result = {}
@@ -95,7 +116,7 @@ def _positional(params):
     return [n for n, kind, _ in params if kind in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD")]
 
 
-@pytest.mark.parametrize("path,name,ours", ROWS, ids=[f"{p or 'tf'}.{n}" for p, n, _ in ROWS])
+@pytest.mark.parametrize("path,name,ours", ROWS, ids=[f"{p or 'tf'}.{n}" for p, n, _ in ROWS])  # noqa: E501
 def test_symbol_matches_tensorflow(tf_symbols, path, name, ours):
     if (path, name) in KNOWN:
         pytest.skip(KNOWN[(path, name)])

@@ -99,13 +99,13 @@ class LayerAPI:
         for hook in list(AFTER_BUILD):
             hook()
 
-    def build(self, input_shape):
+    def build(self, input_shape=None):
         """Makes the weights; called once, before the first call, with the input shape."""
 
-    def call(self, inputs, *args, **kwargs):
-        return inputs
+    def call(self, *args, **kwargs):
+        return args[0] if args else None
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape=None):
         outs = self._output_shapes
         if outs:
             shapes = [_shape_of_dims(d) for d in outs]
@@ -215,7 +215,7 @@ class LayerAPI:
         return {"name": self.name, "trainable": self.trainable, "dtype": self._policy_name}
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config, custom_objects=None):
         return cls(**config)
 
     def _df_config_json(self):

@@ -162,12 +162,11 @@ class ModelAPI:
             outs = [t.numpy() for t in self._predict(_xs(x), int(batch_size or 32), _verbose(verbose))]
         return outs[0] if len(outs) == 1 else outs
 
-    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, reset_metrics=True,
-                       return_dict=False):
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
         logs = self._train_on_batch(_xs(x), _xs(y), None if sample_weight is None else _to_tensor(sample_weight))
         return dict(logs) if return_dict else (list(logs.values())[0] if len(logs) == 1 else list(logs.values()))
 
-    def test_on_batch(self, x, y=None, sample_weight=None, reset_metrics=True, return_dict=False):
+    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
         logs = self._test_on_batch(_xs(x), _xs(y))
         return dict(logs) if return_dict else (list(logs.values())[0] if len(logs) == 1 else list(logs.values()))
 
@@ -220,9 +219,11 @@ class ModelAPI:
                 return layer
         raise ValueError(f"No such layer: {name}. Existing layers are: {[l.name for l in layers]}.")
 
-    def save(self, filepath, overwrite=True, include_optimizer=True, **kwargs):
+    def save(self, filepath, overwrite=True, zipped=None, **kwargs):
+        """model.save: a SavedModel directory (zipped is not used; include_optimizer=False
+        leaves the optimizer state out, as tf-keras did)."""
         from ._saving import save_model
-        save_model(self, filepath, overwrite=overwrite, include_optimizer=include_optimizer, **kwargs)
+        save_model(self, filepath, overwrite=overwrite, **kwargs)
 
     def export(self, filepath, format="tf_saved_model", verbose=True, input_signature=None, **kwargs):
         from ._saving import export
@@ -281,7 +282,7 @@ class Model(ModelAPI, LayerAPI, _deepflow._Model):
             return out
         return LayerAPI._df_call(self, flat_inputs, training)
 
-    def call(self, inputs, training=None, mask=None):
+    def call(self, *args, **kwargs):
         raise NotImplementedError(f"[{type(self).__name__}] a subclassed Model must define call()")
 
 
@@ -294,7 +295,7 @@ class Sequential(ModelAPI, LayerAPI, _deepflow._Sequential):
         for layer in layers or []:
             self.add(layer)
 
-    def add(self, layer):
+    def add(self, layer, rebuild=True):
         if _deepflow._is_keras_tensor(layer) if isinstance(layer, _deepflow.Tensor) else False:
             from .layers import InputLayer
             layer = InputLayer(shape=layer.shape.as_list()[1:], dtype=layer.dtype.name)

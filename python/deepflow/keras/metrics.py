@@ -34,7 +34,7 @@ class Metric:
     def name(self):
         return self._impl.name
 
-    def update_state(self, y_true, y_pred=None, sample_weight=None):
+    def update_state(self, y_true=None, y_pred=None, sample_weight=None):
         self._impl.update_state(y_true, y_pred if y_pred is not None else y_true, sample_weight)
 
     def result(self):
@@ -47,7 +47,6 @@ class Metric:
             return
         self._impl.reset_state()
 
-    reset_states = reset_state
 
     def __call__(self, *args, **kwargs):
         self.update_state(*args, **kwargs)
@@ -75,8 +74,8 @@ class Metric:
         self._df_state.append((v, value))
         return v
 
-    def add_weight(self, name=None, shape=(), initializer="zeros", dtype=None, aggregation="sum"):
-        return self.add_variable(shape, initializer, dtype, aggregation, name)
+    def add_weight(self, shape=(), initializer="zeros", dtype=None, name=None):
+        return self.add_variable(shape, initializer, dtype, name=name)
 
     @property
     def variables(self):

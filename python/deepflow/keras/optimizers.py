@@ -86,7 +86,7 @@ class Optimizer:
             raise NotImplementedError("[Optimizer.add_variable_from_reference] only initializer='zeros' is supported")
         return Variable._share(self._impl._add_slot(reference_variable, name or "slot"))
 
-    def add_variable(self, shape, initializer="zeros", dtype=None, aggregation="none", name=None):
+    def add_variable(self, shape, initializer="zeros", dtype=None, aggregation="none", layout=None, name=None):
         from .. import zeros
         from .._variables import Variable
         if initializer != "zeros":
@@ -115,20 +115,11 @@ class Optimizer:
     def apply(self, grads, trainable_variables=None):
         return self.apply_gradients(zip(grads, trainable_variables))
 
-    def minimize(self, loss, var_list, tape=None):
-        from ..backprop import GradientTape
-        if tape is None:
-            with GradientTape() as tape:
-                value = loss() if callable(loss) else loss
-        else:
-            value = loss
-        grads = tape.gradient(value, var_list)
-        return self.apply_gradients(zip(grads, var_list))
 
-    def build(self, var_list):
+    def build(self, variables):
         if self._keras_class is None:
             return  # a subclass's super().build(): the variables are known already
-        self._impl.build(list(var_list))
+        self._impl.build(list(variables))
 
     @property
     def learning_rate(self):
@@ -160,7 +151,7 @@ class Optimizer:
         return json.loads(self._impl._config_json())
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config, custom_objects=None):
         return cls(**config)
 
 
