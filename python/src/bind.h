@@ -65,6 +65,8 @@ void init_py_ops(nb::module_& m);
 void init_data(nb::module_& m);
 void init_keras(nb::module_& m);
 void init_saving(nb::module_& m);
+/// Dataset passes inside graphs (data_graph.cpp), into the `data` submodule.
+void init_data_graph(nb::module_& d);
 
 /// The C++ iterator of a Python dataset iterator (tf.data's Iterator binding), or nullptr
 /// when `obj` is not one; for checkpoints, which save its position.

@@ -569,6 +569,7 @@ void init_data(nb::module_& m) {
   bind_dataset(d);
   bind_tfrecord(d);
   bind_ops(d);
+  init_data_graph(d);
 }
 
 }  // namespace deepflow::py

@@ -24,6 +24,8 @@ CHANGES = {
     "custom_layer.py": [],
     "v1_graph_session.py": [],
     "checkpoint_guide.py": [],
+    "training_loop_from_scratch.py": [],
+    "data_pipeline.py": [],
     "saved_model_guide.py": [
         ("tf.TensorSpec(None, tf.float32)", "tf.TensorSpec([None], tf.float32)",
          "deepflow traces need a known rank (dims may be None): a TensorSpec of unknown rank is not supported"),
@@ -36,6 +38,8 @@ EXPECT = {
     "custom_train_step.py": r"mae: [0-9.]+",
     "custom_layer.py": r"trainable weights: 6",
     "v1_graph_session.py": r"rows sum to one: True",
+    "training_loop_from_scratch.py": r"Validation acc: 0\.[6-9][0-9]{3}",
+    "data_pipeline.py": r"Accuracy : 0\.[4-9][0-9]*",
     # The second run restores into a new, unbuilt model (deferred restoration): its loss
     # goes on from where the first run stopped instead of starting again near 30.
     "checkpoint_guide.py": r"Restored from \./tf_ckpts/ckpt-5\nSaved checkpoint for step 60: \./tf_ckpts/ckpt-6\n"

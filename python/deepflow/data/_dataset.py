@@ -309,9 +309,8 @@ class DatasetV2:
         from ._iterator import OwnedIterator
         if not _executing_eagerly():
             raise NotImplementedError(
-                "[tf.data] iterating a dataset inside a traced function is not supported by deepflow yet "
-                "(the pipeline runs in C++ outside graphs): iterate eagerly and pass the elements to the "
-                "tf.function, or use Dataset.reduce eagerly")
+                "[tf.data] iter(dataset) inside a traced function is not supported by deepflow yet: a `for x in "
+                "dataset` loop (which AutoGraph makes a loop in the graph) or Dataset.reduce works there")
         return OwnedIterator(self)
 
     def as_numpy_iterator(self):
@@ -322,12 +321,12 @@ class DatasetV2:
         return NumpyIterator(self)
 
     def reduce(self, initial_state, reduce_func, name=None):
-        """reduce_func(state, element) -> state over every element, eagerly (see the README:
-        inside a traced function deepflow cannot run a dataset yet)."""
+        """reduce_func(state, element) -> state over every element: eagerly, or inside a
+        traced function as a while loop over a pass of the dataset made each time the
+        function runs (what `for x in dataset` in a tf.function becomes)."""
         if not _executing_eagerly():
-            raise NotImplementedError(
-                "[Dataset.reduce] deepflow cannot reduce a dataset inside a traced function yet (a "
-                "`for x in dataset` loop in a tf.function becomes one): iterate the dataset eagerly")
+            from ._graph_reduce import graph_reduce
+            return graph_reduce(self, initial_state, reduce_func)
         state = structure.normalize(initial_state, "Dataset.reduce")
         state_spec = structure.spec_of(state)
         for element in self:
