@@ -72,7 +72,7 @@ def _np_repr(t):
 def _str(self):
     if self._is_symbolic:
         return f"Tensor(\"{self.name}\", shape={self.shape}, dtype={self.dtype.name})"
-    return f"tf.Tensor({np.asarray(self.numpy())}, shape={self.shape}, dtype={self.dtype.name})"
+    return f"tf.Tensor({str(np.asarray(self.numpy()))}, shape={self.shape}, dtype={self.dtype.name})"
 
 
 def _bool(self):

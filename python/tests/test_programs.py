@@ -26,6 +26,10 @@ CHANGES = {
     "checkpoint_guide.py": [],
     "training_loop_from_scratch.py": [],
     "data_pipeline.py": [],
+    "tf_function_guide.py": [
+        ("tf.TensorSpec(shape=None, dtype=tf.float32)", "tf.TensorSpec(shape=[], dtype=tf.float32)",
+         "deepflow traces need a known rank (dims may be None): a TensorSpec of unknown rank is not supported"),
+    ],
     "saved_model_guide.py": [
         ("tf.TensorSpec(None, tf.float32)", "tf.TensorSpec([None], tf.float32)",
          "deepflow traces need a known rank (dims may be None): a TensorSpec of unknown rank is not supported"),
@@ -40,6 +44,11 @@ EXPECT = {
     "v1_graph_session.py": r"rows sum to one: True",
     "training_loop_from_scratch.py": r"Validation acc: 0\.[6-9][0-9]{3}",
     "data_pipeline.py": r"Accuracy : 0\.[4-9][0-9]*",
+    # Python's prints run at trace time only (tf.print, on every call, writes to stderr as in
+    # TensorFlow); fizzbuzz(20) reuses the trace of fizzbuzz(5).
+    "tf_function_guide.py": r"tf.Tensor\(2.2, shape=\(\), dtype=float32\)\n\ntf.Tensor\(2.2(.|\n)*Traced with 1\n"
+                            r"Traced with 2\nPython side effect\nTracing for loop\n(.*branch\n){4}tf.Tensor\(499500"
+                            r"(.|\n)*tf.Tensor\(45,",
     # The second run restores into a new, unbuilt model (deferred restoration): its loss
     # goes on from where the first run stopped instead of starting again near 30.
     "checkpoint_guide.py": r"Restored from \./tf_ckpts/ckpt-5\nSaved checkpoint for step 60: \./tf_ckpts/ckpt-6\n"
