@@ -251,7 +251,7 @@ void compute_step(const Step& s, const Node& n, TensorList& ins, bool allow_inpl
         done = true;
       }
     }
-    if (!done) dispatch_into(n.op, ins, n.attrs, outs);
+    if (!done) outs = dispatch(n.op, ins, n.attrs);
   } catch (const std::exception& e) {
     ins.clear();
     fail("[graph] node '", n.name, "': ", e.what());

@@ -44,9 +44,6 @@ const KernelDef& select_kernel(const OpCall& call, DeviceType device = DeviceTyp
 /// Runs one given kernel on a call: allocates outputs from `infer`, runs, returns them.
 /// (The op-table tests use it to compare each kernel with the reference.)
 TensorList run_kernel(const KernelDef& k, OpId op, std::span<const Tensor> inputs, const Attrs& attrs);
-/// dispatch() writing its outputs into `outputs` (cleared first), so a caller that runs
-/// many ops (the executor) keeps one list's capacity instead of a new list per op.
-void dispatch_into(OpId op, std::span<const Tensor> inputs, const Attrs& attrs, TensorList& outputs);
 
 namespace detail {
 struct KernelRegistrar {

@@ -287,49 +287,18 @@ TypeList infer_types(OpId op, std::span<const Tensor> inputs, const Attrs& attrs
   return types;
 }
 
-namespace {
-
-// The output types of this thread's dispatches in flight, kept with their capacity: a
-// vector per op call cost a malloc and a free, a tenth of a small op. Each dispatch takes
-// its own list, since an infer may dispatch too (a branch traced while inferring).
-thread_local std::vector<TypeList> t_free_types;
-
-class TypesLease {
- public:
-  TypesLease() {
-    if (!t_free_types.empty()) {
-      types_ = std::move(t_free_types.back());
-      t_free_types.pop_back();
-    }
-    types_.clear();
-    types_.reserve(2);
-  }
-  ~TypesLease() {
-    constexpr size_t kMaxFree = 8;
-    if (t_free_types.size() < kMaxFree) t_free_types.push_back(std::move(types_));
-  }
-  TypesLease(const TypesLease&) = delete;
-  TypesLease& operator=(const TypesLease&) = delete;
-  TypeList& operator*() { return types_; }
-
- private:
-  TypeList types_;
-};
-
-}  // namespace
-
-void dispatch_into(OpId op, std::span<const Tensor> inputs, const Attrs& attrs, TensorList& outputs) {
-  outputs.clear();
+TensorList dispatch(OpId op, std::span<const Tensor> inputs, const Attrs& attrs) {
   const OpDef& def = op_def(op);
   check_inputs(def, inputs);
   check_no_strings(def, inputs);
   if (!attrs.empty() || !def.attrs.empty()) detail::check_attrs(def, attrs);
   OpCall call{&def, inputs, &attrs, {}};
-  TypesLease lease;
-  TypeList& types = *lease;
+  TypeList types;
+  types.reserve(2);
   def.infer(call, types);
   check_no_string_outputs(def, types);
 
+  TensorList outputs;
   BuildScope* scope = t_scope;
   bool symbolic = false;
   for (const Tensor& t : inputs) symbolic |= t.is_symbolic();
@@ -348,11 +317,6 @@ void dispatch_into(OpId op, std::span<const Tensor> inputs, const Attrs& attrs, 
     k.run(call, outputs);
   }
   if (detail::g_active_tapes > 0 && !def.non_differentiable) detail::record_on_tapes(def, inputs, attrs, outputs);
-}
-
-TensorList dispatch(OpId op, std::span<const Tensor> inputs, const Attrs& attrs) {
-  TensorList outputs;
-  dispatch_into(op, inputs, attrs, outputs);
   return outputs;
 }
 
