@@ -12,6 +12,15 @@ _ID = {n: _deepflow.op_id(n) for n in _deepflow.op_names()}
 Tensor = _deepflow.Tensor
 
 
+def type_code(types):
+    """[(dtype number, dims with -1)] -> the flat int64 list the ops of python/src take as a
+    "type code" attribute (types_of_code in bind.h): per entry dtype, rank, dims."""
+    code = []
+    for dtype, dims in types:
+        code += [int(dtype), len(dims)] + [int(d) for d in dims]
+    return code
+
+
 def _op(name, inputs, attrs=None):
     return _raw(_ID[name], inputs, attrs)[0]
 

@@ -13,7 +13,7 @@ from . import _deepflow
 from . import dtypes
 from . import nest
 from ._function import TensorSpec
-from ._op_util import convert_to_tensor
+from ._op_util import convert_to_tensor, type_code
 
 Tensor = _deepflow.Tensor
 
@@ -26,14 +26,11 @@ def _specs(Tout):
 
 
 def _encode(specs):
-    out = []
     for s in specs:
         if s.shape.rank is None:
             raise ValueError(f"[tf.py_function] inside a graph deepflow needs the rank of each output: give Tout as "
                              f"tf.TensorSpec(shape, {s.dtype.name}) (dims may be None)")
-        dims = [-1 if d is None else int(d) for d in s.shape.as_list()]
-        out += [s.dtype._enum, len(dims)] + dims
-    return out
+    return type_code(s._sig() for s in specs)
 
 
 def _call(func, inp, Tout, to_python):
@@ -44,8 +41,9 @@ def _call(func, inp, Tout, to_python):
         args = [to_python(v) for v in values]
         result = func(*args)
         flat = [] if result is None else nest.flatten(result)
-        return [convert_to_tensor(x, dtype=s.dtype) for x, s in zip(flat, specs)] + \
-            [convert_to_tensor(x) for x in flat[len(specs):]]
+        if len(flat) != len(specs):
+            raise ValueError(f"[tf.py_function] func returned {len(flat)} values, Tout has {len(specs)}")
+        return [convert_to_tensor(x, dtype=s.dtype) for x, s in zip(flat, specs)]
 
     if not _deepflow._building_graph():
         outs = run(flat_in)

@@ -53,6 +53,16 @@ nb::object to_numpy(const Tensor& t, bool writable = false);
 /// `ctx` (a numpy array's buffer, a callable in an attribute): drops it with the GIL.
 void release_pyobject(void* ctx, void* data);
 
+/// A 0-element uint8 tensor whose storage owns `object` (released by `release(object,
+/// object)`): how the ops of python/src carry a callable, a dataset or an iterator in an
+/// attribute or a value; `object_of` gives it back.
+Tensor object_tensor(void* object, void (*release)(void*, void*));
+void* object_of(const Tensor& t, const char* who);
+
+/// The dtypes and shapes of an int64 "type code" attribute: per entry, dtype number, rank,
+/// then the dims (-1 unknown); python/deepflow/_op_util.py's type_code writes it.
+std::vector<TensorType> types_of_code(const Tensor& code);
+
 /// Sets the Python error (a tf.errors.* class, chosen from the message) for a core error.
 void raise_error(const std::exception& e);
 

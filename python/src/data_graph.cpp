@@ -22,29 +22,12 @@ namespace {
 
 template <class T>
 Tensor owning_tensor(std::unique_ptr<T> object) {
-  T* p = object.release();
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(p, 0, [](void* ctx, void*) { delete static_cast<T*>(ctx); }, p);
-  impl->shape = Shape{0};
-  impl->dtype = DType::UInt8;
-  impl->id = TensorImpl::next_id();
-  return Tensor(std::move(impl));
+  return object_tensor(object.release(), [](void* ctx, void*) { delete static_cast<T*>(ctx); });
 }
 
 template <class T>
 T* owned_by(const Tensor& t, const char* who) {
-  DF_CHECK(t.dtype() == DType::UInt8 && t.size() == 0 && t.impl()->storage, "[", who, "] not an iterator handle: ",
-           dtype_name(t.dtype()), t.shape());
-  return static_cast<T*>(t.impl()->storage->data());
-}
-
-// The "spec" attribute: per component, dtype, rank, then the dims (-1 unknown).
-std::vector<TensorType> specs_of(const Tensor& spec) {
-  std::vector<TensorType> out;
-  const int64_t* p = spec.data<int64_t>();
-  for (int64_t i = 0; i < spec.size(); i += 2 + p[i + 1])
-    out.push_back(TensorType{dtype_of_int(int(p[i])), Shape(std::vector<int64_t>(p + i + 2, p + i + 2 + p[i + 1]))});
-  return out;
+  return static_cast<T*>(object_of(t, who));
 }
 
 OpId make_iterator_op() {
@@ -69,7 +52,7 @@ OpId make_iterator_op() {
 // The next element, or the zeros that stand for it at the end (unknown dims 0).
 TensorList next_values(const OpCall& c) {
   auto* it = owned_by<data::Iterator>(c.in(0), "py_iterator_next");
-  const std::vector<TensorType> specs = specs_of(c.attr_tensor("spec"));
+  const std::vector<TensorType> specs = types_of_code(c.attr_tensor("spec"));
   std::optional<data::Element> e;
   if (PyGILState_Check()) {  // the pipeline may need it (a generator)
     nb::gil_scoped_release nogil;
@@ -107,7 +90,7 @@ OpId iterator_next_op() {
         .infer = [](const OpCall& c, TypeList& out) {
           if (c.in(0).is_symbolic()) {
             out.push_back(TensorType{DType::Bool, Shape{}});
-            for (const TensorType& t : specs_of(c.attr_tensor("spec"))) out.push_back(t);
+            for (const TensorType& t : types_of_code(c.attr_tensor("spec"))) out.push_back(t);
             return;
           }
           t_next_element = next_values(c);

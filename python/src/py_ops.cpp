@@ -21,20 +21,39 @@
 #include "deepflow/ops/op.h"
 
 namespace deepflow::py {
-namespace {
 
-Tensor callable_tensor(nb::handle fn) {
+Tensor object_tensor(void* object, void (*release)(void*, void*)) {
   auto impl = std::make_shared<TensorImpl>();
-  PyObject* p = fn.ptr();
-  Py_INCREF(p);
-  impl->storage = std::make_shared<Storage>(p, 0, release_pyobject, p);
+  impl->storage = std::make_shared<Storage>(object, 0, release, object);
   impl->shape = Shape{0};
   impl->dtype = DType::UInt8;
   impl->id = TensorImpl::next_id();
   return Tensor(std::move(impl));
 }
 
-nb::handle callable_of(const Tensor& t) { return nb::handle(reinterpret_cast<PyObject*>(t.impl()->storage->data())); }
+void* object_of(const Tensor& t, const char* who) {
+  DF_CHECK(t.dtype() == DType::UInt8 && t.size() == 0 && t.impl()->storage, "[", who, "] not an object handle: ",
+           dtype_name(t.dtype()), t.shape());
+  return t.impl()->storage->data();
+}
+
+std::vector<TensorType> types_of_code(const Tensor& code) {
+  std::vector<TensorType> out;
+  const int64_t* p = code.data<int64_t>();
+  for (int64_t i = 0; i < code.size(); i += 2 + p[i + 1])
+    out.push_back(TensorType{dtype_of_int(int(p[i])), Shape(std::vector<int64_t>(p + i + 2, p + i + 2 + p[i + 1]))});
+  return out;
+}
+
+namespace {
+
+Tensor callable_tensor(nb::handle fn) {
+  PyObject* p = fn.ptr();
+  Py_INCREF(p);
+  return object_tensor(p, release_pyobject);
+}
+
+nb::handle callable_of(const Tensor& t) { return nb::handle(reinterpret_cast<PyObject*>(object_of(t, "py_op"))); }
 
 void copy_into(const Tensor& from, Tensor& to) {
   if (from.dtype() == DType::String) {
@@ -111,21 +130,6 @@ OpId print_op() {
 // dispatcher runs next on the same thread.
 thread_local TensorList t_py_function_results;
 
-// The "spec" attribute: per output, dtype, rank, then the dims (-1 unknown).
-std::vector<TensorType> output_specs(const Tensor& spec) {
-  std::vector<TensorType> out;
-  const int64_t* p = spec.data<int64_t>();
-  for (int64_t i = 0; i < spec.size();) {
-    TensorType t{dtype_of_int(int(p[i])), Shape{}};
-    const int64_t rank = p[i + 1];
-    std::vector<int64_t> dims(p + i + 2, p + i + 2 + rank);
-    t.shape = Shape(dims);
-    out.push_back(t);
-    i += 2 + rank;
-  }
-  return out;
-}
-
 void run_py_function(const OpCall& c, const std::vector<TensorType>& specs) {
   nb::gil_scoped_acquire gil;
   nb::list args;
@@ -150,7 +154,7 @@ OpId py_function_op() {
         .num_inputs = -1,
         .attrs = {AttrSpec::required_of("func", AttrKind::Tensor), AttrSpec::required_of("spec", AttrKind::Tensor)},
         .infer = [](const OpCall& c, TypeList& out) {
-          const std::vector<TensorType> specs = output_specs(c.attr_tensor("spec"));
+          const std::vector<TensorType> specs = types_of_code(c.attr_tensor("spec"));
           bool concrete = true;
           for (int i = 0; i < c.num_inputs(); ++i) concrete &= !c.in(i).is_symbolic();
           if (!concrete) {

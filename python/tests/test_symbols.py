@@ -81,18 +81,8 @@ def _methods():
 
 ROWS = _ours() + _methods()
 
-ORACLE = """
-import inspect
-def params(obj):
-    try:
-        target = obj.__init__ if inspect.isclass(obj) else obj
-        sig = inspect.signature(target)
-    except (TypeError, ValueError):
-        return None
-    out = [(p.name, p.kind.name, p.default is not inspect.Parameter.empty) for p in sig.parameters.values()]
-    if out and out[0][0] in ('self', 'cls'):
-        out = out[1:]
-    return out
+# TensorFlow's side runs the same _params (its source is sent along).
+ORACLE = "import inspect\n" + inspect.getsource(_params) + """
 result = {}
 for path, name in rows:
     m = tf
@@ -103,7 +93,7 @@ for path, name in rows:
     except AttributeError:
         result[(path, name)] = 'missing'
         continue
-    result[(path, name)] = params(obj)
+    result[(path, name)] = _params(obj)
 """
 
 

@@ -6,22 +6,16 @@ py_iterator_next (python/src/data_graph.cpp). The pass runs in C++: its elements
 go through Python."""
 from .. import _deepflow
 from .. import nest
+from .._op_util import type_code
 from . import _structure as structure
 
 _core = _deepflow.data
 
 
-def _spec_code(spec):
-    code = []
-    for dtype, dims in structure.signature(spec):
-        code += [dtype, len(dims)] + list(dims)
-    return code
-
-
 def graph_reduce(dataset, initial_state, reduce_func):
     from .._control_flow import while_loop
     spec = dataset.element_spec
-    code = _spec_code(spec)
+    code = type_code(structure.signature(spec))
     n_elem = len(structure.flat_specs(spec))
     state = structure.normalize(initial_state, "Dataset.reduce")
     flat_state = nest.flatten(state)

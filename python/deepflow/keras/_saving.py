@@ -186,7 +186,6 @@ def _python_metadata(model):
     it was called with (to build it before the weights are assigned)."""
     if _is_config_model(model):
         return {}
-    from ._layer import LayerAPI
     cls = type(model)
     config = None
     if any("get_config" in vars(k) for k in cls.__mro__ if not k.__module__.startswith("deepflow.")):

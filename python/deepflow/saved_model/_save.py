@@ -20,6 +20,7 @@ from .._module import trackable_children
 
 FORMAT = "deepflow.module"
 FUNCTION_KEY_PREFIX = "__df_function_"
+Tensor = _deepflow.Tensor
 
 
 def encode_structure(value):
@@ -36,9 +37,6 @@ def encode_structure(value):
         return {"value": value}
     except TypeError:
         return {"value": None}
-
-
-Tensor = _deepflow.Tensor
 
 
 def _functions_of(obj):
@@ -91,7 +89,7 @@ def _output_names(structured):
     return [f"output_{i}" for i in range(sum(isinstance(x, (Tensor, _deepflow.Variable)) for x in flat))]
 
 
-def _signature_specs(obj, signatures, functions):
+def _signature_specs(signatures, functions):
     """[(key, C++ concrete function, input names, output names)] for the signatures."""
     if signatures is None:
         candidates = [f.get_concrete_function() for _, f in functions if f.input_signature is not None]
@@ -169,7 +167,7 @@ def save(obj, export_dir, signatures=None, options=None):
         export(obj, path, verbose=False)
         return
     functions = _functions_of(obj)
-    specs = _signature_specs(obj, signatures, functions)
+    specs = _signature_specs(signatures, functions)
     extra = []
     tree = _tree(obj, {id(obj)}, extra, specs, [0])
 
