@@ -27,6 +27,7 @@ build=(
   libcpp-httplib-dev libssl-dev libbrotli-dev libnghttp2-dev libgrpc++-dev protobuf-compiler-grpc
   libc-ares-dev libre2-dev libabsl-dev
   libonnx-dev                                   # ONNX import/export
+  libsnappy-dev                                 # Snappy blocks in TensorFlow checkpoint indexes
 )
 test=(
   python3-grpcio python3-protobuf wrk time curl # serving tests (a Python gRPC client) and bench/serving

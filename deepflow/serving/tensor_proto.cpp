@@ -8,7 +8,7 @@
 #include <string>
 
 #include "deepflow/serving/status.h"
-#include "tf_tensor.pb.h"
+#include "tensorflow/tensor.pb.h"
 
 namespace deepflow::serving {
 namespace {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// deepflow::Tensor <-> tensorflow.TensorProto (proto/tf_tensor.proto: TensorFlow's
+// deepflow::Tensor <-> tensorflow.TensorProto (proto/tensorflow/: TensorFlow's
 // tensor.proto, tensor_shape.proto and types.proto with their package, names and field
 // numbers), as TF Serving's gRPC API carries them.
 //

@@ -11,19 +11,23 @@ It uses only what a TF Serving client uses: the generated *_pb2 / *_pb2_grpc mod
 the PredictionService / ModelService stubs. Exits 1 with a message on the first mismatch.
 """
 import argparse
+import glob
 import importlib
 import os
 import subprocess
 import sys
 import tempfile
 
-PROTOS = ["tf_tensor.proto", "example.proto", "serving_config.proto", "serving_apis.proto"]
+# TensorFlow's messages (proto/tensorflow/, imported as "tensorflow/xxx.proto": the modules
+# are tensorflow.xxx_pb2 under out_dir) and TF Serving's.
+PROTOS = ["tensorflow/*.proto", "example.proto", "serving_config.proto", "serving_apis.proto"]
 
 
 def generate(proto_dir, out_dir):
+    files = sorted(f for p in PROTOS for f in glob.glob(os.path.join(proto_dir, p)))
     subprocess.run(["protoc", "--python_out=" + out_dir, "--grpc_python_out=" + out_dir,
-                    "--plugin=protoc-gen-grpc_python=/usr/bin/grpc_python_plugin", "-I", proto_dir]
-                   + [os.path.join(proto_dir, p) for p in PROTOS], check=True)
+                    "--plugin=protoc-gen-grpc_python=/usr/bin/grpc_python_plugin", "-I", proto_dir] + files,
+                   check=True)
     sys.path.insert(0, out_dir)
 
 
@@ -47,7 +51,7 @@ def run(address):
     import grpc
     apis = importlib.import_module("serving_apis_pb2")
     stubs = importlib.import_module("serving_apis_pb2_grpc")
-    tensors = importlib.import_module("tf_tensor_pb2")
+    tensors = importlib.import_module("tensorflow.types_pb2")  # DT_FLOAT, ...
     examples = importlib.import_module("example_pb2")
 
     channel = grpc.insecure_channel(address)
