@@ -6,7 +6,7 @@ BUILD ?= build
 # libraries would cost CI as much as the release build).
 SAN_BUILD ?= build-san
 # The sanitized suite: what reads outside bytes, owns memory or runs threads (tests/CMakeLists.txt).
-SAN_TESTS ?= core;autodiff;graph;function;data;io;serving;onnx
+SAN_TESTS ?= core;autodiff;graph;function;data;io;tf;serving;onnx
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
