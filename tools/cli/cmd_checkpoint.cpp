@@ -9,6 +9,12 @@
 // The listing is one line per tensor, sorted by key: key, dtype, shape, bytes in the
 // data file; --tensor prints one tensor's values (numpy style, long ones summarized),
 // --json the same as a JSON object (with --tensor, every value).
+//
+// Both our bundles and TensorFlow's checkpoints (tf.train.Checkpoint, a SavedModel's
+// variables/) are read, told apart by the index file's footer magic. For TensorFlow's,
+// the listing says so, names dtypes TensorFlow's way when deepflow has no such dtype
+// (DT_INT16), and ends with the object graph's paths (object path -> checkpoint key); a
+// SavedModel directory means its variables/variables.
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -18,8 +24,14 @@
 #include <string>
 
 #include "cli.h"
+#include "deepflow/io/atomic_file.h"
 #include "deepflow/io/bundle.h"
 #include "deepflow/io/checkpoint.h"
+#include "deepflow/tf/checkpoint.h"
+#include "deepflow/tf/dtype.h"
+#include "deepflow/tf/object_graph.h"
+#include "deepflow/tf/table.h"
+#include "tensorflow/trackable_object_graph.pb.h"
 
 namespace deepflow::cli {
 namespace {
@@ -41,10 +53,14 @@ std::string human_bytes(uint64_t n) {
   return buf;
 }
 
-// A directory means its latest checkpoint; "x.index" means the bundle "x".
+// A directory means its latest checkpoint (a SavedModel directory: its variables); "x.index"
+// means the bundle "x".
 std::string resolve_prefix(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    const std::string variables = path + "/variables/variables";
+    if (io::detail::file_exists(variables + ".index") && !io::detail::file_exists(path + "/checkpoint"))
+      return variables;
     const std::string latest = io::latest_checkpoint(path);
     DF_CHECK(!latest.empty(), "[checkpoint inspect] ", path,
              ": no checkpoint in this directory (no 'checkpoint' state file naming an existing bundle)");
@@ -70,8 +86,93 @@ nlohmann::json values_json(const Tensor& t) {
   return out;
 }
 
+// True when the index ends in the LevelDB table magic of TensorFlow's checkpoints.
+bool is_tf_checkpoint(const std::string& prefix) {
+  const std::string index = tf::checkpoint_index_path(prefix);
+  FILE* f = std::fopen(index.c_str(), "rb");
+  if (!f) return false;
+  char tail[tf::kTableFooterSize];
+  const bool ok = std::fseek(f, -long(sizeof tail), SEEK_END) == 0 && std::fread(tail, 1, sizeof tail, f) == sizeof tail;
+  std::fclose(f);
+  return ok && tf::has_table_magic(std::string_view(tail, sizeof tail));
+}
+
+std::string tf_dtype_text(int tf_dtype) {
+  const std::optional<DType> d = tf::dtype_from_tf(tf_dtype);
+  return d ? dtype_name(*d) : tf::tf_dtype_name(tf_dtype);
+}
+
+void inspect_tf(const InspectOptions& o, const std::string& prefix) {
+  tf::CheckpointReader reader(prefix);
+  tensorflow::TrackableObjectGraph graph;
+  const bool has_graph = reader.object_graph(&graph);
+  const std::vector<tf::ObjectTensor> named = has_graph ? tf::object_graph_tensors(graph) : std::vector<tf::ObjectTensor>{};
+  if (o.json) {
+    nlohmann::json j;
+    j["path"] = prefix;
+    j["format"] = "tensorflow";
+    if (!o.tensor.empty()) {
+      const tf::CheckpointEntry& e = reader.entry(o.tensor);
+      j["key"] = e.key;
+      j["dtype"] = tf_dtype_text(e.tf_dtype);
+      j["shape"] = e.shape;
+      j["values"] = values_json(reader.read(o.tensor));
+    } else {
+      uint64_t total = 0;
+      j["tensors"] = nlohmann::json::array();
+      for (const tf::CheckpointEntry& e : reader.entries()) {
+        total += uint64_t(e.size);
+        j["tensors"].push_back({{"key", e.key}, {"dtype", tf_dtype_text(e.tf_dtype)}, {"shape", e.shape},
+                                {"size", e.size}});
+      }
+      j["total_size"] = total;
+      j["object_graph"] = nlohmann::json::array();
+      for (const tf::ObjectTensor& t : named)
+        j["object_graph"].push_back({{"path", t.path}, {"name", t.name}, {"key", t.checkpoint_key}});
+    }
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return;
+  }
+  if (!o.tensor.empty()) {
+    const tf::CheckpointEntry& e = reader.entry(o.tensor);
+    const Tensor t = reader.read(o.tensor);
+    std::cout << e.key << ": " << tf_dtype_text(e.tf_dtype) << t.shape() << "\n" << array_string(t) << "\n";
+    return;
+  }
+  size_t key_w = 3, dtype_w = 5, shape_w = 5;
+  uint64_t total = 0;
+  for (const tf::CheckpointEntry& e : reader.entries()) {
+    key_w = std::max(key_w, e.key.size());
+    dtype_w = std::max(dtype_w, tf_dtype_text(e.tf_dtype).size());
+    shape_w = std::max(shape_w, Shape(e.shape).to_string().size());
+    total += uint64_t(e.size);
+  }
+  const size_t n = reader.entries().size();
+  std::cout << "TensorFlow checkpoint " << prefix << ": " << n << (n == 1 ? " tensor, " : " tensors, ")
+            << human_bytes(total) << "\n";
+  auto row = [&](const std::string& k, const std::string& d, const std::string& s, const std::string& b) {
+    std::cout << k << std::string(key_w - k.size() + 2, ' ') << d << std::string(dtype_w - d.size() + 2, ' ') << s
+              << std::string(shape_w - s.size() + 2, ' ') << b << "\n";
+  };
+  row("key", "dtype", "shape", "size");
+  for (const tf::CheckpointEntry& e : reader.entries())
+    row(e.key, tf_dtype_text(e.tf_dtype), e.sliced ? "(sliced)" : Shape(e.shape).to_string(), human_bytes(uint64_t(e.size)));
+  if (!has_graph) {
+    std::cout << "No object graph (" << tf::kObjectGraphKey << "): a name-based (TF1) checkpoint\n";
+    return;
+  }
+  std::cout << "\nObject graph: " << graph.nodes_size() << " objects, " << named.size() << " saved tensors\n";
+  size_t path_w = 4;
+  for (const tf::ObjectTensor& t : named) path_w = std::max(path_w, t.path.size() + 1 + t.name.size());
+  for (const tf::ObjectTensor& t : named) {
+    const std::string p = t.path + "." + t.name;
+    std::cout << "  " << p << std::string(path_w - p.size() + 2, ' ') << t.checkpoint_key << "\n";
+  }
+}
+
 void inspect(const InspectOptions& o) {
   const std::string prefix = resolve_prefix(o.path);
+  if (is_tf_checkpoint(prefix)) return inspect_tf(o, prefix);
   io::BundleReader reader(prefix, {.mmap = true});
   const std::vector<std::string> keys = reader.keys();
 
@@ -128,7 +229,7 @@ void inspect(const InspectOptions& o) {
 }
 
 void setup_checkpoint(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("checkpoint", "Inspect training checkpoints (tensor bundles)");
+  CLI::App* cmd = app.add_subcommand("checkpoint", "Inspect training checkpoints (ours and TensorFlow's)");
   cmd->require_subcommand(1);
   auto opts = std::make_shared<InspectOptions>();
   CLI::App* sub = cmd->add_subcommand(
