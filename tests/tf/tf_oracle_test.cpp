@@ -53,34 +53,24 @@ int run_tf(const std::string& args, std::string* log) {
 
 class TfOracle : public ::testing::Test {
  protected:
-  // TensorFlow writes its files once for all the tests (its start-up is most of the time).
-  static void SetUpTestSuite() {
-    if (testing::peers_python().empty()) return;
-    std::string tmpl = ::testing::TempDir() + "tf_oracle_XXXXXX";
-    if (!::mkdtemp(tmpl.data())) return;
-    dir_ = new std::string(tmpl);
-    log_ = new std::string;
-    status_ = run_tf("write '" + *dir_ + "/tf'", log_);
-  }
-  static void TearDownTestSuite() {
-    if (dir_) fs::remove_all(*dir_);
-    delete dir_;
-    delete log_;
-    dir_ = log_ = nullptr;
-  }
   void SetUp() override {
     if (testing::peers_python().empty())
       DEEPFLOW_ORACLE_MISSING("no .venv-peers/bin/python (make peers installs TensorFlow 2.21)");
-    ASSERT_NE(dir_, nullptr);
-    ASSERT_EQ(status_, 0) << *log_;
+    std::string tmpl = ::testing::TempDir() + "tf_oracle_XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
   }
-  static std::string* dir_;
-  static std::string* log_;
-  static int status_;
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  // TensorFlow writes its files (under dir_/tf) for the tests that read them; its start-up
+  // is most of the time, so once per test.
+  void tf_writes() {
+    std::string log;
+    ASSERT_EQ(run_tf("write '" + dir_ + "/tf'", &log), 0) << log;
+  }
+  std::string dir_;
 };
-std::string* TfOracle::dir_ = nullptr;
-std::string* TfOracle::log_ = nullptr;
-int TfOracle::status_ = -1;
 
 nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(io::detail::read_file(path, "")); }
 
@@ -132,14 +122,15 @@ void check_against_dump(const std::string& prefix) {
       << "data file differs";
 }
 
-TEST_F(TfOracle, ReadsVariablesOfEveryDtype) { check_against_dump(*dir_ + "/tf/vars/ckpt"); }
-TEST_F(TfOracle, ReadsAKerasModelWithAdamSlots) { check_against_dump(*dir_ + "/tf/keras/ckpt"); }
-TEST_F(TfOracle, ReadsSavedModelVariables) {
-  check_against_dump(*dir_ + "/tf/saved_model/variables/variables");
+TEST_F(TfOracle, ReadsTensorFlowsCheckpoints) {
+  ASSERT_NO_FATAL_FAILURE(tf_writes());
+  check_against_dump(dir_ + "/tf/vars/ckpt");                          // variables of every dtype
+  check_against_dump(dir_ + "/tf/keras/ckpt");                         // Keras 3 model, Adam slots
+  check_against_dump(dir_ + "/tf/saved_model/variables/variables");  // a SavedModel's variables
 }
 
 TEST_F(TfOracle, TensorFlowReadsAndRestoresOurs) {
-  const std::string d = *dir_ + "/ours";
+  const std::string d = dir_ + "/ours";
   fs::create_directories(d + "/expect");
   struct Var {
     std::vector<std::string> path;
@@ -186,7 +177,8 @@ TEST_F(TfOracle, TensorFlowReadsAndRestoresOurs) {
 }
 
 TEST_F(TfOracle, SavedModelProtoSurvivesOurParseAndSerialize) {
-  const std::string original = *dir_ + "/tf/saved_model/saved_model.pb";
+  ASSERT_NO_FATAL_FAILURE(tf_writes());
+  const std::string original = dir_ + "/tf/saved_model/saved_model.pb";
   tensorflow::SavedModel m;
   ASSERT_TRUE(m.ParseFromString(io::detail::read_file(original, "")));
   ASSERT_EQ(m.meta_graphs_size(), 1);
@@ -194,7 +186,7 @@ TEST_F(TfOracle, SavedModelProtoSurvivesOurParseAndSerialize) {
   EXPECT_TRUE(mg.signature_def().count("serving_default"));
   EXPECT_GT(mg.graph_def().library().function_size(), 0);
   EXPECT_GT(mg.object_graph_def().nodes_size(), 0);
-  const std::string ours = *dir_ + "/ours_saved_model.pb";
+  const std::string ours = dir_ + "/ours_saved_model.pb";
   io::detail::write_file_atomic(ours, m.SerializeAsString(), "");
   std::string log;
   EXPECT_EQ(run_tf("same_saved_model '" + original + "' '" + ours + "'", &log), 0) << log;
