@@ -17,7 +17,7 @@ import statistics
 import subprocess
 import sys
 
-ROUNDS = 3
+ROUNDS = 7
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
@@ -72,11 +72,21 @@ def main():
              "fit_lenet": ("keras/lenet_fit", 1e-6, "keras/lenet_fit", 1 / 64),
              "map": ("data/map_traced", 1e-3, "data/map_affine/autotune", 1.0)}
     rounds = {k: [] for k in pairs}
+    # Odd rounds run Python first and even rounds C++ first, so a drift within a round
+    # weighs on both sides alike.
     for r in range(ROUNDS):
-        c = cpp_rows(build, 3, "data/fit_mlp/tensors|keras/lenet_fit|data/map_affine") if r else cpp
-        o = run_json([sys.executable, script, "--repetitions", "3", "--filter", "_fit"]) if r else ours
-        if r:
+        def python_side():
+            o = run_json([sys.executable, script, "--repetitions", "3", "--filter", "_fit"])
             o.update(run_json([sys.executable, script, "--repetitions", "3", "--filter", "data/map"]))
+            return o
+        if r == 0:
+            c, o = cpp, ours
+        elif r % 2:
+            o = python_side()
+            c = cpp_rows(build, 3, "data/fit_mlp/tensors|keras/lenet_fit|data/map_affine")
+        else:
+            c = cpp_rows(build, 3, "data/fit_mlp/tensors|keras/lenet_fit|data/map_affine")
+            o = python_side()
         for k, (py, unit, cc, per) in pairs.items():
             rounds[k].append(o[py]["value"] * unit / (c[cc] * per))
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENBLAS_")}

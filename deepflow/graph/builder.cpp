@@ -1,17 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "deepflow/graph/builder.h"
 
+#include "deepflow/graph/node_observer.h"
+
 #include "deepflow/ops/ops.h"
 
 namespace deepflow {
 namespace {
 thread_local GraphScope* t_graph_scope = nullptr;
+thread_local NodeObserver t_node_observer;
 
 GraphScope& require_scope(const char* what) {
   DF_CHECK(t_graph_scope, "[", what, "] needs an active GraphScope");
   return *t_graph_scope;
 }
 }  // namespace
+
+NodeObserver set_node_observer(NodeObserver observer) {
+  NodeObserver prev = t_node_observer;
+  t_node_observer = observer;
+  return prev;
+}
 
 GraphScope::GraphScope(std::shared_ptr<Graph> graph, GraphScopeOptions options)
     : graph_(std::move(graph)), options_(std::move(options)), prev_scope_(current_build_scope()),
@@ -71,6 +80,7 @@ TensorList GraphScope::add_node(const OpDef& def, std::span<const Tensor> inputs
   }
   const int id = graph_->add_node(std::move(n));
   if (ordered) last_stateful_ = id;
+  if (t_node_observer.fn) t_node_observer.fn(graph_->node(id), t_node_observer.context);
   TensorList out;
   out.reserve(types.size());
   for (int i = 0; i < int(types.size()); ++i) out.push_back(graph_->symbolic({id, i}));

@@ -212,6 +212,8 @@ class Function:
         self._warned = False
         self._converted = None
         self._instances = weakref.WeakKeyDictionary()
+        self._origins = {}     # node name -> (file, line, function) of the user's code
+        self._tracing_failed = False
         functools.update_wrapper(self, python_function)
 
     # --- descriptor: @tf.function on methods ---
@@ -280,11 +282,12 @@ class Function:
         if cfunc is None:
             cfunc = self._make(key, structure, flat)
         before = cfunc.trace_count
+        self._tracing_failed = False
         try:
             out = cfunc(tensors)
         except _deepflow_errors() as e:
-            if cfunc.trace_count == before:  # it failed running, not tracing: say which function
-                _traceback.note_function(e, self._python_function, self._name)
+            if not self._tracing_failed:  # it failed running, not tracing: say where
+                _traceback.note_function(e, self._python_function, self._name, self._origins)
             raise
         if cfunc.trace_count != before:
             self._count_trace()
@@ -316,7 +319,12 @@ class Function:
             for i, t in zip(positions, symbolic):
                 new_flat[i] = t
             a, kw = nest.pack_sequence_as(structure, new_flat)
-            result = fn(*a, **kw)
+            try:
+                with _traceback.recording_origins(self._origins):
+                    result = fn(*a, **kw)
+            except BaseException:
+                self._tracing_failed = True
+                raise
             out_flat = nest.flatten(result)
             self._out_struct[key] = (result, [isinstance(x, (Tensor, _deepflow.Variable)) for x in out_flat])
             return [x.value() if isinstance(x, _deepflow.Variable) else x

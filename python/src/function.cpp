@@ -14,6 +14,7 @@
 #include "deepflow/function/control_flow.h"
 #include "deepflow/function/function.h"
 #include "deepflow/graph/builder.h"
+#include "deepflow/graph/node_observer.h"
 #include "deepflow/graph/session.h"
 
 namespace deepflow::py {
@@ -61,9 +62,25 @@ struct PyGraphScope {
   std::unique_ptr<GraphScope> scope;
 };
 
+// Calls the Python callable in `context` (a strong reference) with the new node's name.
+void call_py_observer(const Node& node, void* context) {
+  nb::gil_scoped_acquire gil;
+  nb::handle(static_cast<PyObject*>(context))(node.name);
+}
+
 }  // namespace
 
 void init_function(nb::module_& m) {
+  // Where each traced node was built (_traceback.py): sets this thread's observer to a
+  // callable taking the node's name (None: none) and returns the one it replaces.
+  m.def("_set_node_observer", [](nb::object callback) -> nb::object {
+    NodeObserver next;
+    if (!callback.is_none()) next = {&call_py_observer, callback.release().ptr()};
+    NodeObserver prev = set_node_observer(next);
+    if (!prev.context) return nb::none();
+    return nb::steal(static_cast<PyObject*>(prev.context));
+  }, nb::arg("callback").none());
+
   nb::class_<ConcreteFunction>(m, "_ConcreteFunction")
       .def("__call__", [](const ConcreteFunction& f, nb::handle inputs) {
         TensorList in = tensors_of(inputs, "ConcreteFunction");

@@ -195,6 +195,25 @@ def test_tracebacks_end_at_the_users_line_and_name_the_function():
     assert "[graph] node 'gather'" in str(info.value)
     notes = getattr(info.value, "__notes__", [])
     assert any("in tf.function 'bad_index', defined at File" in n and __file__ in n for n in notes)
+    # The node that failed at run time, at the line that built it (as TF's "Detected at node").
+    gather_line = bad_index.python_function.__code__.co_firstlineno + 2
+    assert any(f"Detected at node 'gather'" in n and f'File "{__file__}", line {gather_line}, in bad_index' in n
+               and "return tf.gather(x, i)" in n for n in notes), notes
+
+    # A failure inside a branch graph names the node in the branch, at its line; an input of
+    # unknown shape makes the mismatch a run-time error.
+    @tf.function(input_signature=[tf.TensorSpec([None, 3]), tf.TensorSpec([None, None])])
+    def in_branch(x, y):
+        if tf.reduce_sum(x) > 0:
+            w = tf.matmul(x * 2.0, y)
+        else:
+            w = x
+        return w
+    with pytest.raises(tf.errors.InvalidArgumentError) as info:
+        in_branch(tf.ones([2, 3]), tf.ones([4, 2]))
+    line = in_branch.python_function.__code__.co_firstlineno + 3
+    assert any(f'line {line}' in n and "w = tf.matmul(x * 2.0, y)" in n
+               for n in getattr(info.value, "__notes__", [])), info.value.__notes__
 
     tf.debugging.disable_traceback_filtering()
     try:
