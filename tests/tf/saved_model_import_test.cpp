@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+// SavedModels written by TensorFlow 2.21 (tests/tf/tf_saved_models.py, run here through the
+// peers environment) load and run in deepflow with TensorFlow's outputs: a tf.Module with
+// two signatures, one with tf.cond and a while loop, and Keras 3 exports of an MLP and a
+// CNN (batch norm in inference mode, depthwise convolution), each for two batch sizes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "deepflow/io/npy.h"
+#include "deepflow/tf/saved_model.h"
+#include "oracle.h"
+
+namespace deepflow {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The models, written once per test binary run (about 10 s of TensorFlow).
+const std::string& models_dir() {
+  static const std::string dir = [] {
+    const std::string py = testing::peers_python();
+    if (py.empty()) return std::string();
+    const fs::path out = fs::temp_directory_path() / ("deepflow_tf_sm_" + std::to_string(::getpid()));
+    const std::string cmd = "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE " + py + " " +
+                            DEEPFLOW_TESTS_SOURCE_ROOT + "/tests/tf/tf_saved_models.py " + out.string() +
+                            " > " + out.string() + ".log 2>&1";
+    if (std::system(cmd.c_str()) != 0) return std::string();
+    static const fs::path remove_at_exit = out;
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(remove_at_exit, ec);
+      fs::remove(remove_at_exit.string() + ".log", ec);
+    });
+    return out.string();
+  }();
+  return dir;
+}
+
+void expect_close(const Tensor& got, const Tensor& want, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  ASSERT_EQ(got.dtype(), want.dtype()) << what;
+  for (int64_t i = 0; i < got.size(); ++i) {
+    const double g = got.flat(i), w = want.flat(i);
+    ASSERT_LE(std::abs(g - w), 1e-4 * std::max(1.0, std::abs(w))) << what << " element " << i;
+  }
+}
+
+void check_model(const std::string& name) {
+  const std::string& root = models_dir();
+  if (root.empty()) DEEPFLOW_ORACLE_MISSING("TensorFlow 2.21 (make peers) could not write the test SavedModels");
+  nlohmann::json index;
+  std::ifstream(fs::path(root) / "cases.json") >> index;
+  const auto& entry = index.at(name);
+  const std::string dir_name = entry.value("dir", name);
+  const fs::path dir = fs::path(root) / dir_name;
+  tf::TfSavedModel model = tf::load_tf_saved_model((dir / "saved_model").string());
+  EXPECT_EQ(model.tensorflow_version(), "2.21.0");
+  const tf::TfSignature& sig = model.signature(entry.at("signature"));
+  for (int k : entry.at("cases")) {
+    std::map<std::string, Tensor> inputs;
+    for (const std::string in : entry.at("inputs")) {
+      inputs[in] = io::read_npy((dir / ("case" + std::to_string(k) + ".in." + in + ".npy")).string());
+    }
+    std::map<std::string, Tensor> out = sig(inputs);
+    for (const std::string o : entry.at("outputs")) {
+      ASSERT_TRUE(out.count(o)) << name << ": no output " << o;
+      expect_close(out.at(o), io::read_npy((dir / ("case" + std::to_string(k) + ".out." + o + ".npy")).string()),
+                   name + " case " + std::to_string(k) + " output " + o);
+    }
+  }
+}
+
+TEST(TfSavedModel, ModuleWithVariablesAndTwoSignatures) {
+  check_model("module_math");
+  check_model("module_math_combine");
+}
+TEST(TfSavedModel, ModuleWithCondAndWhileLoop) { check_model("module_flow"); }
+TEST(TfSavedModel, Keras3ExportOfAnMlp) { check_model("keras_mlp"); }
+TEST(TfSavedModel, Keras3ExportOfACnn) { check_model("keras_cnn"); }
+
+TEST(TfSavedModel, WrongTagsNameTheAvailableOnes) {
+  const std::string& root = models_dir();
+  if (root.empty()) DEEPFLOW_ORACLE_MISSING("TensorFlow 2.21 (make peers) could not write the test SavedModels");
+  try {
+    tf::load_tf_saved_model(root + "/module_math/saved_model", {"train"});
+    FAIL() << "loaded with the wrong tags";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("available: { serve }"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace deepflow

@@ -1,0 +1,132 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Writes small SavedModels with TensorFlow 2.21 for tests/tf/saved_model_import_test.cpp,
+with inputs and TensorFlow's outputs of each signature for two batch sizes:
+
+  OUT/<model>/saved_model/...                     what TensorFlow wrote
+  OUT/<model>/case<k>.<in|out>.<key>.npy          signature inputs and TF's outputs
+  OUT/cases.json                                  {model: {signature, inputs, outputs, cases}}
+
+  .venv-peers/bin/python tests/tf/tf_saved_models.py OUT"""
+import json
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+import keras  # noqa: E402
+
+
+class MathModule(tf.Module):
+    def __init__(self):
+        super().__init__()
+        rng = np.random.default_rng(1)
+        self.w = tf.Variable(rng.standard_normal((3, 4)).astype("float32"), name="w")
+        self.b = tf.Variable(rng.standard_normal((4,)).astype("float32"), name="b")
+        self.scale = tf.Variable(2.5, name="scale")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="x")])
+    def predict(self, x):
+        h = tf.nn.relu(tf.matmul(x, self.w) + self.b)
+        z = h * self.scale - tf.reduce_mean(h, axis=1, keepdims=True)
+        return {"scores": tf.nn.softmax(z), "top": tf.argmax(z, axis=1, output_type=tf.int32)}
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="a"),
+                                  tf.TensorSpec([None, 3], tf.float32, name="b")])
+    def combine(self, a, b):
+        s = tf.concat([a, b], axis=1)
+        flat = tf.reshape(s, [-1, 2, 3])
+        return {"sum": tf.reduce_sum(flat, axis=2), "first": flat[:, 0, 1:], "sq": tf.square(a - b)}
+
+
+class FlowModule(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.v = tf.Variable([1.0, -2.0, 3.0], name="v")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="x")])
+    def __call__(self, x):
+        if tf.reduce_sum(x) > 0:
+            y = x * self.v
+        else:
+            y = x - self.v
+        i = tf.constant(0)
+        acc = tf.zeros_like(y)
+        while i < 4:
+            acc = acc + y * tf.cast(i, tf.float32)
+            i += 1
+        return {"out": acc}
+
+
+def keras_mlp():
+    keras.utils.set_random_seed(3)
+    m = keras.Sequential([keras.Input((6,), name="features"), keras.layers.Dense(8, activation="relu"),
+                          keras.layers.Dense(3, activation="softmax")])
+    return m
+
+
+def keras_cnn():
+    keras.utils.set_random_seed(4)
+    m = keras.Sequential([keras.Input((8, 8, 3), name="image"), keras.layers.Conv2D(4, 3, padding="same"),
+                          keras.layers.BatchNormalization(), keras.layers.ReLU(),
+                          keras.layers.MaxPooling2D(), keras.layers.DepthwiseConv2D(3, padding="same"),
+                          keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(5)])
+    # Moving statistics other than 0 and 1, so inference-mode batch norm is checked.
+    bn = m.layers[1]
+    bn.moving_mean.assign(np.linspace(-1, 1, 4).astype("float32"))
+    bn.moving_variance.assign(np.linspace(0.5, 2, 4).astype("float32"))
+    return m
+
+
+def write_cases(out, name, loaded, key, make_inputs):
+    fn = loaded.signatures[key]
+    spec = fn.structured_input_signature[1]
+    cases = []
+    for k, batch in enumerate((1, 3)):
+        rng = np.random.default_rng(10 + k)
+        inputs = make_inputs(spec, batch, rng)
+        outputs = fn(**{n: tf.constant(v) for n, v in inputs.items()})
+        for n, v in inputs.items():
+            np.save(os.path.join(out, name, f"case{k}.in.{n}.npy"), v)
+        for n, v in outputs.items():
+            np.save(os.path.join(out, name, f"case{k}.out.{n}.npy"), v.numpy())
+        cases.append(k)
+    return {"signature": key, "inputs": sorted(spec), "outputs": sorted(fn.structured_outputs), "cases": cases}
+
+
+def normal_inputs(spec, batch, rng):
+    return {n: rng.standard_normal([batch if d is None else d for d in s.shape]).astype(s.dtype.as_numpy_dtype)
+            for n, s in spec.items()}
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    tf.random.set_seed(0)
+    index = {}
+
+    def saved(name, save):
+        d = os.path.join(out, name, "saved_model")
+        os.makedirs(os.path.dirname(d), exist_ok=True)
+        save(d)
+        return tf.saved_model.load(d)
+
+    m = MathModule()
+    loaded = saved("module_math", lambda d: tf.saved_model.save(
+        m, d, signatures={"serving_default": m.predict, "combine": m.combine}))
+    index["module_math"] = write_cases(out, "module_math", loaded, "serving_default", normal_inputs)
+    index["module_math_combine"] = dict(write_cases(out, "module_math", loaded, "combine", normal_inputs),
+                                        dir="module_math")
+    f = FlowModule()
+    loaded = saved("module_flow", lambda d: tf.saved_model.save(f, d))
+    index["module_flow"] = write_cases(out, "module_flow", loaded, "serving_default", normal_inputs)
+    for name, build in (("keras_mlp", keras_mlp), ("keras_cnn", keras_cnn)):
+        model = build()
+        loaded = saved(name, lambda d: model.export(d, verbose=False))
+        index[name] = write_cases(out, name, loaded, "serving_default", normal_inputs)
+    with open(os.path.join(out, "cases.json"), "w") as fp:
+        json.dump(index, fp, indent=1)
+
+
+if __name__ == "__main__":
+    main()
