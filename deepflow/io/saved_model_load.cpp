@@ -13,6 +13,7 @@
 #include "deepflow/graph/passes.h"
 #include "deepflow/io/bundle.h"
 #include "deepflow/io/saved_model.h"
+#include "deepflow/io/saved_model_formats.h"
 #include "graph.pb.h"
 #include "saved_model.pb.h"
 
@@ -210,6 +211,7 @@ std::string tag_set_string(std::vector<std::string> tags) {
 }
 
 std::vector<MetaGraphInfo> read_saved_model_info(const std::string& dir) {
+  if (const SavedModelFormat* f = find_saved_model_format(dir)) return f->info(dir);
   const pb::SavedModel sm = read_proto(dir, "read_saved_model_info");
   std::vector<MetaGraphInfo> out;
   for (const pb::MetaGraphDef& mg : sm.meta_graphs()) out.push_back(meta_graph_info(mg, pb_path(dir)));
@@ -221,7 +223,50 @@ bool is_saved_model_dir(const std::string& dir) {
   return fs::is_regular_file(pb_path(dir), ec);
 }
 
+namespace {
+
+// The graph that runs (after the passes) and its executor.
+void prepare_run(LoadedSignature::Impl& impl, const std::shared_ptr<Graph>& g, const LoadOptions& options) {
+  impl.run = options.optimize ? optimize(*g) : g;
+  // As for a traced Function: stateful nodes no output needs (assigns) run on every call.
+  std::vector<int> targets;
+  for (int id = 0; id < impl.run->num_nodes(); ++id) {
+    const Node& n = impl.run->node(id);
+    if (n.def().stateful && n.op != OpId::Placeholder && n.op != OpId::ReadVariable) targets.push_back(id);
+  }
+  std::vector<ValueRef> feeds;
+  for (int id : impl.run->inputs) feeds.push_back({id, 0});
+  impl.executor.emplace(impl.run, std::move(feeds), impl.run->outputs, std::move(targets), options.executor);
+}
+
+}  // namespace
+
+SavedModel make_saved_model(const std::string& dir, MetaGraphInfo info, std::map<std::string, Variable> variables,
+                            const std::vector<GraphSignature>& signatures, const LoadOptions& options) {
+  auto state = std::make_shared<SavedModel::State>();
+  state->dir = dir;
+  state->info = std::move(info);
+  state->variables = std::move(variables);
+  for (const GraphSignature& s : signatures) {
+    auto impl = std::make_shared<LoadedSignature::Impl>();
+    impl->info = s.info;
+    impl->where = "[SavedModel] " + dir + ": signature '" + s.info.key + "'";
+    impl->saved = std::make_shared<Graph>(*s.graph);
+    DF_CHECK(s.graph->inputs.size() == s.info.inputs.size() && s.graph->outputs.size() == s.info.outputs.size(),
+             impl->where, ": the graph has ", s.graph->inputs.size(), " inputs and ", s.graph->outputs.size(),
+             " outputs for ", s.info.inputs.size(), " and ", s.info.outputs.size(), " keys");
+    size_t i = 0;
+    for (const auto& [k, ti] : s.info.inputs) impl->inputs[k] = s.graph->type({s.graph->inputs[i++], 0});
+    i = 0;
+    for (const auto& [k, ti] : s.info.outputs) impl->outputs[k] = s.graph->type(s.graph->outputs[i++]);
+    prepare_run(*impl, std::make_shared<Graph>(*s.graph), options);
+    state->signatures.emplace(s.info.key, LoadedSignature(std::move(impl)));
+  }
+  return SavedModel(std::move(state));
+}
+
 SavedModel load_saved_model(const std::string& dir, const std::vector<std::string>& tags, const LoadOptions& options) {
+  if (const SavedModelFormat* f = find_saved_model_format(dir)) return f->load(dir, tags, options);
   const pb::SavedModel sm = read_proto(dir, "load_saved_model");
   const std::string path = pb_path(dir);
   const std::string at = "[load_saved_model] " + path + ": ";
@@ -325,16 +370,7 @@ SavedModel load_saved_model(const std::string& dir, const std::vector<std::strin
       DF_CHECK(ti.type.dtype == impl->outputs[k].dtype, sat, "output '", k, "' is described as ",
                dtype_name(ti.type.dtype), " but its value is ", dtype_name(impl->outputs[k].dtype));
     }
-    impl->run = options.optimize ? optimize(*g) : g;
-    // As for a traced Function: stateful nodes no output needs (assigns) run on every call.
-    std::vector<int> targets;
-    for (int id = 0; id < impl->run->num_nodes(); ++id) {
-      const Node& n = impl->run->node(id);
-      if (n.def().stateful && n.op != OpId::Placeholder && n.op != OpId::ReadVariable) targets.push_back(id);
-    }
-    std::vector<ValueRef> feeds;
-    for (int id : impl->run->inputs) feeds.push_back({id, 0});
-    impl->executor.emplace(impl->run, std::move(feeds), impl->run->outputs, std::move(targets), options.executor);
+    prepare_run(*impl, g, options);
     state->signatures.emplace(key, LoadedSignature(std::move(impl)));
   }
   return SavedModel(std::move(state));

@@ -68,6 +68,10 @@ class TfSavedModel {
 /// TensorFlow writes), not a deepflow graph.
 bool is_tf_saved_model(const std::string& dir);
 
+/// Makes io::load_saved_model, io::read_saved_model_info and everything on them (`deepflow
+/// saved_model`, `deepflow serve`) take TensorFlow's SavedModels. Idempotent.
+void register_tf_saved_model_format();
+
 /// Loads the MetaGraph of `dir` whose tag set equals `tags`.
 TfSavedModel load_tf_saved_model(const std::string& dir, const std::vector<std::string>& tags = {"serve"});
 

@@ -12,12 +12,15 @@
 
 #include "cli.h"
 #include "deepflow/core/error.h"
+#include "deepflow/tf/saved_model.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"deepflow: train, inspect, convert and serve models"};
   app.name("deepflow");
   app.require_subcommand(1);
   app.footer("Run 'deepflow <command> --help' for the options of a command.");
+  // SavedModels written by TensorFlow load wherever deepflow's do (saved_model, serve).
+  deepflow::tf::register_tf_saved_model_format();
   for (deepflow::cli::CommandSetup setup : deepflow::cli::registered_commands()) setup(app);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// SavedModels in other formats behind io::load_saved_model: a library that reads another
+// format (deepflow_tf: SavedModels written by TensorFlow) registers it, and
+// load_saved_model / read_saved_model_info hand it the directories it accepts, so
+// `deepflow saved_model`, `deepflow serve` and every other user of io::SavedModel take
+// those files unchanged.
+//
+//   io::register_saved_model_format({.name = "TensorFlow", .accepts = ..., .info = ..., .load = ...});
+//   io::SavedModel m = io::load_saved_model(tf_written_dir);   // through the format's load
+//
+// A format's loader builds each signature as a deepflow graph and returns
+// make_saved_model(...), which runs it exactly as a deepflow SavedModel's.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "deepflow/io/saved_model.h"
+
+namespace deepflow::io {
+
+struct SavedModelFormat {
+  std::string name;  ///< "TensorFlow", for messages
+  /// True for a directory in this format (cheap: called on every load).
+  std::function<bool(const std::string& dir)> accepts;
+  std::function<std::vector<MetaGraphInfo>(const std::string& dir)> info;
+  std::function<SavedModel(const std::string& dir, const std::vector<std::string>& tags, const LoadOptions& options)>
+      load;
+};
+
+/// Adds a format (once per name; a second registration of the same name is ignored).
+void register_saved_model_format(SavedModelFormat format);
+/// The first registered format that accepts `dir`, or null (deepflow's own format).
+const SavedModelFormat* find_saved_model_format(const std::string& dir);
+
+/// One signature of a graph another format's loader built: the graph's inputs are
+/// placeholders for info.inputs and its outputs info.outputs, both in key order.
+struct GraphSignature {
+  SignatureInfo info;
+  std::shared_ptr<const Graph> graph;
+};
+
+/// A SavedModel over graphs built elsewhere (the variables they use are given by name).
+SavedModel make_saved_model(const std::string& dir, MetaGraphInfo info, std::map<std::string, Variable> variables,
+                            const std::vector<GraphSignature>& signatures, const LoadOptions& options = {});
+
+}  // namespace deepflow::io
