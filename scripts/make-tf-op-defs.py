@@ -17,7 +17,7 @@ OPS = """
 Placeholder PlaceholderWithDefault Const Identity IdentityN NoOp StopGradient EnsureShape
 PreventGradient Snapshot
 VarHandleOp ReadVariableOp AssignVariableOp AssignAddVariableOp AssignSubVariableOp
-VarIsInitializedOp ResourceGather DestroyResourceOp VariableV2 Variable Assign
+VarIsInitializedOp ResourceGather DestroyResourceOp DisableCopyOnRead VariableV2 Variable Assign
 RestoreV2 SaveV2 MergeV2Checkpoints ShardedFilename StringJoin StaticRegexFullMatch
 PartitionedCall StatefulPartitionedCall If StatelessIf While StatelessWhile Case StatelessCase
 Switch Merge Enter Exit NextIteration LoopCond

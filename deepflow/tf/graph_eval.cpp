@@ -189,6 +189,21 @@ Values import_while(NodeContext& c) {
   Values vars;
   for (size_t i = 0; i < c.num_inputs(); ++i) vars.push_back(c.value(i));
   FunctionValue cond_fn = c.attr_func("cond", -1), body_fn = c.attr_func("body", -1);
+  // A list whose element dims are only known once an element is set (an RNN's outputs):
+  // run the first iteration outside the loop when the condition is known to hold.
+  bool pending = false;
+  for (const Value& v : vars) pending |= v.pending_list != nullptr;
+  if (pending) {
+    Values first = cond_fn(vars);
+    DF_CHECK(!first.empty() && first[0].tensor.defined() && !first[0].tensor.is_symbolic() &&
+                 as_predicate(first[0].tensor).item<bool>(),
+             "[tf::import] ", c.describe(), ": a TensorList with dims known only at run time enters a loop that may ",
+             "not run");
+    vars = body_fn(vars);
+    for (const Value& v : vars) {
+      DF_CHECK(!v.pending_list, "[tf::import] ", c.describe(), ": the loop leaves a TensorList's element shape unknown");
+    }
+  }
   // Resources ride along unchanged (TF's body returns them as it got them).
   std::vector<size_t> dense;
   TensorList init;

@@ -129,6 +129,31 @@ Tensor NodeContext::attr_tensor(const std::string& name) const {
   return tensor_from_tf(require_attr(*this, name).tensor(), describe() + " attr '" + name + "'");
 }
 
+Tensor dynamic_zeros(const NodeContext& ctx, const std::vector<int64_t>& dims,
+                     const std::vector<std::pair<Tensor, int>>& sources, DType dtype) {
+  std::vector<int64_t> known = dims;
+  for (int64_t& d : known) d = d < 0 ? 1 : d;
+  Tensor z = zeros(Shape(known), dtype);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] >= 0) continue;
+    DF_CHECK(i < sources.size() && sources[i].first.defined(), "[tf::import] ", ctx.describe(), ": dim ", i,
+             " of the shape is known only at run time and comes from no tensor's Shape");
+    const Tensor& src = sources[i].first;
+    const int d = sources[i].second;
+    // A vector as long as src's dim d (zeros), set along dim i and broadcast.
+    Axes others;
+    for (int k = 0; k < src.rank(); ++k) {
+      if (k != d) others.push_back(k);
+    }
+    Tensor v = cast(zeros_like(src), dtype);
+    if (!others.empty()) v = reduce_sum(v, others);
+    std::vector<int64_t> at(dims.size(), 1);
+    at[i] = -1;
+    z = z + reshape(v, Shape(at));
+  }
+  return z;
+}
+
 int64_t tf_axis(const NodeContext& ctx, int64_t axis, int64_t rank) {
   const int64_t r = std::max<int64_t>(rank, 1);
   DF_CHECK(axis >= -r && axis < r, "[tf::import] ", ctx.describe(), ": axis ", axis, " out of range for rank ",

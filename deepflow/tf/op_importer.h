@@ -44,10 +44,24 @@ struct Value {
   std::optional<std::vector<int64_t>> partial;
   /// With partial: a scalar (one element), not a vector.
   bool scalar = false;
+  /// With partial: per element, the tensor and dim whose run-time size it is (Shape of a
+  /// tensor with dynamic dims), or an undefined tensor. Lets Fill and TensorListReserve
+  /// make tensors with those dims.
+  std::vector<std::pair<Tensor, int>> sources;
+  /// A TensorList reserved with element dims known only at run time, before any element is
+  /// set: its [n, element dims...] (-1 unknown) and dtype. The first TensorListSetItem
+  /// makes the dense tensor from the element it sets (a While peels one iteration for it).
+  struct PendingList {
+    std::vector<int64_t> dims;
+    DType dtype = DType::Float32;
+  };
+  std::shared_ptr<const PendingList> pending_list;
 
   Value() = default;
   Value(Tensor t) : tensor(std::move(t)) {}  // NOLINT: most importers return tensors
-  bool defined() const { return tensor.defined() || variable != nullptr || partial.has_value(); }
+  bool defined() const {
+    return tensor.defined() || variable != nullptr || partial.has_value() || pending_list != nullptr;
+  }
 };
 using Values = std::vector<Value>;
 
@@ -114,6 +128,11 @@ DType require_dtype(int tf_type);
 /// A TensorProto as a concrete tensor (tensor_content or the typed fields, with TF's
 /// last-value fill). `where` names it in errors.
 Tensor tensor_from_tf(const tensorflow::TensorProto& proto, const std::string& where);
+
+/// Zeros of shape `dims` where dims[i] < 0 is the run-time size of sources[i] (a tensor and
+/// dim, from Value::sources): built by broadcasting, so the dims need not be known now.
+Tensor dynamic_zeros(const NodeContext& ctx, const std::vector<int64_t>& dims,
+                     const std::vector<std::pair<Tensor, int>>& sources, DType dtype);
 
 /// A non-negative axis for `rank` from a TF axis in [-rank, rank).
 int64_t tf_axis(const NodeContext& ctx, int64_t axis, int64_t rank);

@@ -14,18 +14,27 @@
 namespace deepflow::tf {
 namespace {
 
+using Sources = std::vector<std::pair<Tensor, int>>;
+
 // A shape vector (or scalar) as a Value: concrete when every element is known.
-Value shape_value(const std::vector<int64_t>& elems, bool scalar, DType dtype) {
+Value shape_value(const std::vector<int64_t>& elems, bool scalar, DType dtype, Sources sources = {}) {
   bool known = true;
   for (int64_t e : elems) known &= e >= 0;
   if (known) {
-    Tensor t = cast(constant(elems, scalar ? Shape{} : Shape{int64_t(elems.size())}), dtype);
-    return t;
+    BuildScopeGuard eager(nullptr);  // a constant, even while a signature is traced
+    return cast(constant(elems, scalar ? Shape{} : Shape{int64_t(elems.size())}), dtype);
   }
   Value v;
   v.partial = elems;
   v.scalar = scalar;
+  sources.resize(elems.size());
+  v.sources = std::move(sources);
   return v;
+}
+
+// Element i's source (Value::sources), or none.
+std::pair<Tensor, int> source_of(const Value& v, size_t i) {
+  return i < v.sources.size() ? v.sources[i] : std::pair<Tensor, int>{Tensor(), -1};
 }
 
 // Runs an index-selecting op eagerly on [0, n) to learn which elements of a partial
@@ -38,8 +47,12 @@ std::vector<int64_t> picked(int64_t n, const std::function<Tensor(const Tensor&)
 }
 Value pick(const Value& v, const std::vector<int64_t>& idx, bool scalar) {
   std::vector<int64_t> out;
-  for (int64_t i : idx) out.push_back((*v.partial)[size_t(i)]);
-  return shape_value(out, scalar, DType::Int32);
+  Sources src;
+  for (int64_t i : idx) {
+    out.push_back((*v.partial)[size_t(i)]);
+    src.push_back(source_of(v, size_t(i)));
+  }
+  return shape_value(out, scalar, DType::Int32, src);
 }
 
 Values import_identity(NodeContext& c) { return {c.value(0)}; }
@@ -52,8 +65,11 @@ Values import_stop_gradient(NodeContext& c) { return {stop_gradient(c.input(0))}
 Values import_const(NodeContext& c) { return {c.attr_tensor("value")}; }
 
 Values import_shape(NodeContext& c) {
-  const Shape& s = c.input(0).shape();
-  return {shape_value(std::vector<int64_t>(s.begin(), s.end()), false, c.attr_type("out_type"))};
+  Tensor x = c.input(0);
+  const Shape& s = x.shape();
+  Sources src;
+  for (int i = 0; i < s.rank(); ++i) src.emplace_back(x, i);
+  return {shape_value(std::vector<int64_t>(s.begin(), s.end()), false, c.attr_type("out_type"), src)};
 }
 Values import_size(NodeContext& c) {
   const Shape& s = c.input(0).shape();
@@ -61,7 +77,10 @@ Values import_size(NodeContext& c) {
   for (int64_t d : s) n = (d < 0 || n < 0) ? -1 : n * d;
   return {shape_value({n}, true, c.attr_type("out_type"))};
 }
-Values import_rank(NodeContext& c) { return {scalar(double(c.input(0).rank()), DType::Int32)}; }
+Values import_rank(NodeContext& c) {
+  BuildScopeGuard eager(nullptr);
+  return {scalar(double(c.input(0).rank()), DType::Int32)};
+}
 
 Values import_reshape(NodeContext& c) {
   auto target = c.shape_input(1);
@@ -99,12 +118,14 @@ Values import_concat(NodeContext& c, size_t first, size_t count, size_t axis_inp
   for (size_t i = first; i < first + count; ++i) partial |= c.value(i).partial.has_value();
   if (partial) {
     std::vector<int64_t> elems;
+    Sources src;
     for (size_t i = first; i < first + count; ++i) {
       auto p = c.shape_input(i);
       DF_CHECK(p, "[tf::import] ", c.describe(), ": input ", i, " of a shape concatenation must be known");
+      for (size_t k = 0; k < p->size(); ++k) src.push_back(source_of(c.value(i), k));
       elems.insert(elems.end(), p->begin(), p->end());
     }
-    return {shape_value(elems, false, DType::Int32)};
+    return {shape_value(elems, false, DType::Int32, src)};
   }
   std::vector<Tensor> xs;
   for (size_t i = first; i < first + count; ++i) xs.push_back(c.input(i));
@@ -118,12 +139,14 @@ Values import_pack(NodeContext& c) {
   for (size_t i = 0; i < c.num_inputs(); ++i) partial |= c.value(i).partial.has_value();
   if (partial) {
     std::vector<int64_t> elems;
+    Sources src;
     for (size_t i = 0; i < c.num_inputs(); ++i) {
       auto p = c.shape_input(i);
       DF_CHECK(p && p->size() == 1, "[tf::import] ", c.describe(), ": input ", i, " of a shape Pack must be a scalar");
       elems.push_back((*p)[0]);
+      src.push_back(source_of(c.value(i), 0));
     }
-    return {shape_value(elems, false, DType::Int32)};
+    return {shape_value(elems, false, DType::Int32, src)};
   }
   std::vector<Tensor> xs;
   for (size_t i = 0; i < c.num_inputs(); ++i) xs.push_back(c.input(i));
@@ -218,16 +241,17 @@ Values import_tile(NodeContext& c) {
   return {tile(c.input(0), Axes(m.begin(), m.end()))};
 }
 
-Values import_fill(NodeContext& c) {
-  std::vector<int64_t> dims = c.constant_ints(0);
-  Tensor v = c.input(1);
-  return {broadcast_to(v, Shape(dims))};
+// A tensor of shape input `i` (known, or partly known from Shape) with x broadcast into it.
+Tensor broadcast_into(NodeContext& c, const Tensor& x, size_t i) {
+  auto dims = c.shape_input(i);
+  DF_CHECK(dims, "[tf::import] ", c.describe(), ": the shape must be known at import time or come from Shape");
+  bool known = true;
+  for (int64_t d : *dims) known &= d >= 0;
+  if (known) return broadcast_to(x, Shape(*dims));
+  return dynamic_zeros(c, *dims, c.value(i).sources, x.dtype()) + x;
 }
-
-Values import_broadcast_to(NodeContext& c) {
-  std::vector<int64_t> dims = c.constant_ints(1);
-  return {broadcast_to(c.input(0), Shape(dims))};
-}
+Values import_fill(NodeContext& c) { return {broadcast_into(c, c.input(1), 0)}; }
+Values import_broadcast_to(NodeContext& c) { return {broadcast_into(c, c.input(0), 1)}; }
 
 Values import_range(NodeContext& c) {
   Tensor start = c.constant_input(0);
@@ -261,7 +285,7 @@ Values import_ensure_shape(NodeContext& c) { return {c.value(0)}; }
 // Cast of a partial shape keeps it partial (int32 <-> int64 in Keras's shape arithmetic).
 Values import_cast(NodeContext& c) {
   const Value& v = c.value(0);
-  if (v.partial) return {shape_value(*v.partial, v.scalar, c.attr_type("DstT"))};
+  if (v.partial) return {shape_value(*v.partial, v.scalar, c.attr_type("DstT"), v.sources)};
   return {cast(c.input(0), c.attr_type("DstT"))};
 }
 

@@ -68,5 +68,6 @@ DF_TF_OP("AssignSubVariableOp", import_assign_sub)
 DF_TF_OP("ResourceGather", import_resource_gather)
 DF_TF_OP("VarIsInitializedOp", import_var_is_initialized)
 DF_TF_OP("DestroyResourceOp", import_no_effect)
+DF_TF_OP("DisableCopyOnRead", import_no_effect)
 
 }  // namespace deepflow::tf

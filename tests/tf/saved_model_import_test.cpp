@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // SavedModels written by TensorFlow 2.21 (tests/tf/tf_saved_models.py, run here through the
-// peers environment) load and run in deepflow with TensorFlow's outputs: a tf.Module with
-// two signatures, one with tf.cond and a while loop, and Keras 3 exports of an MLP and a
-// CNN (batch norm in inference mode, depthwise convolution), each for two batch sizes.
+// peers environment) load and run in deepflow with TensorFlow's outputs, for two batch
+// sizes each: a tf.Module with two signatures, one with tf.cond and a while loop, Keras 3
+// exports of an MLP, a CNN (batch norm in inference mode, depthwise convolution), an LSTM,
+// a GRU (While loops over TensorLists) and multi-head attention (Einsum), and a tf-keras
+// CNN (BiasAdd, FusedBatchNormV3).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -86,6 +88,11 @@ TEST(TfSavedModel, ModuleWithVariablesAndTwoSignatures) {
 TEST(TfSavedModel, ModuleWithCondAndWhileLoop) { check_model("module_flow"); }
 TEST(TfSavedModel, Keras3ExportOfAnMlp) { check_model("keras_mlp"); }
 TEST(TfSavedModel, Keras3ExportOfACnn) { check_model("keras_cnn"); }
+
+TEST(TfSavedModel, Keras3ExportOfAnLstm) { check_model("keras_lstm"); }
+TEST(TfSavedModel, Keras3ExportOfAGru) { check_model("keras_gru"); }
+TEST(TfSavedModel, Keras3ExportOfAttention) { check_model("keras_attention"); }
+TEST(TfSavedModel, TfKerasCnn) { check_model("tf_keras_cnn"); }
 
 TEST(TfSavedModel, WrongTagsNameTheAvailableOnes) {
   const std::string& root = models_dir();

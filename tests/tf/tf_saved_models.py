@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Writes small SavedModels with TensorFlow 2.21 for tests/tf/saved_model_import_test.cpp,
-with inputs and TensorFlow's outputs of each signature for two batch sizes:
+"""Writes small SavedModels with TensorFlow 2.21 for tests/tf/saved_model_import_test.cpp
+(tf.Modules, Keras 3 exports with dense, convolutional, recurrent and attention layers, a
+tf-keras model), with inputs and TensorFlow's outputs of each signature for two batch sizes:
 
   OUT/<model>/saved_model/...                     what TensorFlow wrote
   OUT/<model>/case<k>.<in|out>.<key>.npy          signature inputs and TF's outputs
@@ -78,6 +79,37 @@ def keras_cnn():
     return m
 
 
+def keras_text(rnn):
+    keras.utils.set_random_seed(5)
+    return keras.Sequential([keras.Input((7,), dtype="int32", name="tokens"), keras.layers.Embedding(20, 6),
+                             rnn(5), keras.layers.Dense(2)])
+
+
+def keras_attention():
+    keras.utils.set_random_seed(6)
+    x = keras.Input((5, 8), name="seq")
+    h = keras.layers.MultiHeadAttention(num_heads=2, key_dim=4)(x, x)
+    h = keras.layers.LayerNormalization()(x + h)
+    return keras.Model(x, keras.layers.Dense(3)(h))
+
+
+def tf_keras_cnn():
+    import tf_keras
+    tf_keras.utils.set_random_seed(7)
+    m = tf_keras.Sequential([tf_keras.Input((8, 8, 3), name="image"), tf_keras.layers.Conv2D(4, 3, activation="relu"),
+                             tf_keras.layers.BatchNormalization(), tf_keras.layers.MaxPooling2D(),
+                             tf_keras.layers.Flatten(), tf_keras.layers.Dense(4, activation="softmax")])
+    bn = m.layers[1]
+    bn.moving_mean.assign(np.linspace(-1, 1, 4).astype("float32"))
+    bn.moving_variance.assign(np.linspace(0.5, 2, 4).astype("float32"))
+    return m
+
+
+def token_inputs(spec, batch, rng):
+    return {n: rng.integers(0, 20, [batch if d is None else d for d in s.shape]).astype("int32")
+            for n, s in spec.items()}
+
+
 def write_cases(out, name, loaded, key, make_inputs):
     fn = loaded.signatures[key]
     spec = fn.structured_input_signature[1]
@@ -124,6 +156,17 @@ def main():
         model = build()
         loaded = saved(name, lambda d: model.export(d, verbose=False))
         index[name] = write_cases(out, name, loaded, "serving_default", normal_inputs)
+    for name, build in (("keras_lstm", lambda: keras_text(keras.layers.LSTM)),
+                        ("keras_gru", lambda: keras_text(keras.layers.GRU))):
+        model = build()
+        loaded = saved(name, lambda d: model.export(d, verbose=False))
+        index[name] = write_cases(out, name, loaded, "serving_default", token_inputs)
+    model = keras_attention()
+    loaded = saved("keras_attention", lambda d: model.export(d, verbose=False))
+    index["keras_attention"] = write_cases(out, "keras_attention", loaded, "serving_default", normal_inputs)
+    model = tf_keras_cnn()
+    loaded = saved("tf_keras_cnn", lambda d: tf.saved_model.save(model, d))
+    index["tf_keras_cnn"] = write_cases(out, "tf_keras_cnn", loaded, "serving_default", normal_inputs)
     with open(os.path.join(out, "cases.json"), "w") as fp:
         json.dump(index, fp, indent=1)
 
