@@ -7,6 +7,7 @@
 // CNN (BiasAdd, FusedBatchNormV3).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -18,6 +19,8 @@
 #include <nlohmann/json.hpp>
 
 #include "deepflow/io/npy.h"
+#include "deepflow/io/saved_model.h"
+#include "deepflow/tf/graph_def.h"
 #include "deepflow/tf/saved_model.h"
 #include "oracle.h"
 
@@ -93,6 +96,38 @@ TEST(TfSavedModel, Keras3ExportOfAnLstm) { check_model("keras_lstm"); }
 TEST(TfSavedModel, Keras3ExportOfAGru) { check_model("keras_gru"); }
 TEST(TfSavedModel, Keras3ExportOfAttention) { check_model("keras_attention"); }
 TEST(TfSavedModel, TfKerasCnn) { check_model("tf_keras_cnn"); }
+
+// The module's function frozen by convert_variables_to_constants_v2: a bare GraphDef.
+TEST(TfGraphDef, FrozenFunctionMatchesTensorFlow) {
+  const std::string& root = models_dir();
+  if (root.empty()) DEEPFLOW_ORACLE_MISSING("TensorFlow 2.21 (make peers) could not write the test SavedModels");
+  nlohmann::json index;
+  std::ifstream(fs::path(root) / "cases.json") >> index;
+  const auto& entry = index.at("frozen_math");
+  const fs::path dir = fs::path(root) / "frozen_math";
+  std::vector<std::string> outputs = entry.at("outputs");
+  tf::GraphDefModel m = tf::import_graph_def((dir / "frozen.pb").string(), {}, outputs);
+  ASSERT_EQ(m.inputs.size(), 1u);
+  EXPECT_EQ(m.inputs[0] + ":0", entry.at("inputs")[0].get<std::string>());
+  TensorList out = m.function(TensorList{io::read_npy((dir / "case0.in.x.npy").string())});
+  ASSERT_EQ(out.size(), outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::string file = outputs[i];
+    std::replace(file.begin(), file.end(), ':', '_');
+    expect_close(out[i], io::read_npy((dir / ("case0.out." + file + ".npy")).string()), "frozen " + outputs[i]);
+  }
+  // Imported through the CLI into a deepflow SavedModel that serves the same outputs.
+  const std::string dest = root + "/frozen_math_sm";
+  const std::string cmd = std::string(DEEPFLOW_CLI_PATH) + " tf import " + (dir / "frozen.pb").string() + " " + dest +
+                          " --to saved_model --outputs " + outputs[0] + " > " + dest + ".log 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  io::SavedModel sm = io::load_saved_model(dest);
+  const auto& sig = sm.signature("serving_default");
+  ASSERT_EQ(sig.inputs().size(), 1u);
+  std::map<std::string, Tensor> r = sig({{sig.inputs().begin()->first, io::read_npy((dir / "case0.in.x.npy").string())}});
+  ASSERT_EQ(r.size(), 1u);
+  expect_close(r.begin()->second, out[0], "imported SavedModel");
+}
 
 TEST(TfSavedModel, WrongTagsNameTheAvailableOnes) {
   const std::string& root = models_dir();

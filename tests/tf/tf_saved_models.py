@@ -149,6 +149,18 @@ def main():
     index["module_math"] = write_cases(out, "module_math", loaded, "serving_default", normal_inputs)
     index["module_math_combine"] = dict(write_cases(out, "module_math", loaded, "combine", normal_inputs),
                                         dir="module_math")
+    # The same function frozen (variables to constants), as a bare GraphDef.
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+    frozen = convert_variables_to_constants_v2(m.predict.get_concrete_function())
+    os.makedirs(os.path.join(out, "frozen_math"), exist_ok=True)
+    tf.io.write_graph(frozen.graph.as_graph_def(), os.path.join(out, "frozen_math"), "frozen.pb", as_text=False)
+    spec = {"x": np.random.default_rng(20).standard_normal((3, 3)).astype("float32")}
+    result = frozen(tf.constant(spec["x"]))
+    np.save(os.path.join(out, "frozen_math", "case0.in.x.npy"), spec["x"])
+    names = [t.name for t in frozen.outputs]
+    for name, value in zip(names, result):
+        np.save(os.path.join(out, "frozen_math", f"case0.out.{name.replace(':', '_')}.npy"), value.numpy())
+    index["frozen_math"] = {"inputs": [t.name for t in frozen.inputs], "outputs": names}
     f = FlowModule()
     loaded = saved("module_flow", lambda d: tf.saved_model.save(f, d))
     index["module_flow"] = write_cases(out, "module_flow", loaded, "serving_default", normal_inputs)
