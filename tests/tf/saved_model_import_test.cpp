@@ -97,6 +97,13 @@ TEST(TfSavedModel, Keras3ExportOfAGru) { check_model("keras_gru"); }
 TEST(TfSavedModel, Keras3ExportOfAttention) { check_model("keras_attention"); }
 TEST(TfSavedModel, TfKerasCnn) { check_model("tf_keras_cnn"); }
 
+// A TF1-style SavedModel (tf.compat.v1 builder): classify and regress signatures on
+// serialized tf.Examples (ParseExampleV2), restored by running saver_def's restore NoOp.
+TEST(TfSavedModel, EstimatorStyleClassifyAndRegressOnExamples) {
+  check_model("estimator_style");
+  check_model("estimator_style_regress");
+}
+
 // The module's function frozen by convert_variables_to_constants_v2: a bare GraphDef.
 TEST(TfGraphDef, FrozenFunctionMatchesTensorFlow) {
   const std::string& root = models_dir();

@@ -110,6 +110,42 @@ def token_inputs(spec, batch, rng):
             for n, s in spec.items()}
 
 
+def write_estimator_style(d):
+    """A TF1-style SavedModel (tf.compat.v1 builder, as estimators export): classify and
+    regress signatures on serialized tf.Examples, restored through saver_def's NoOp."""
+    v1 = tf.compat.v1
+    g = tf.Graph()
+    with g.as_default():
+        serialized = v1.placeholder(tf.string, [None], name="input_example_tensor")
+        f = tf.io.parse_example(serialized, {"x": tf.io.FixedLenFeature([3], tf.float32),
+                                             "k": tf.io.FixedLenFeature([], tf.int64, default_value=2)})
+        w = v1.get_variable("w", initializer=tf.constant([[0.5, -1.0], [1.5, 0.25], [-2.0, 1.0]]))
+        logits = tf.matmul(f["x"], w) * tf.cast(f["k"], tf.float32)[:, None]
+        scores = tf.nn.softmax(logits)
+        value = tf.reduce_sum(logits, axis=1, keepdims=True)
+        with v1.Session(graph=g) as sess:
+            sess.run(v1.global_variables_initializer())
+            b = v1.saved_model.Builder(d)
+            u = v1.saved_model.utils.build_tensor_info
+            classify = v1.saved_model.signature_def_utils.build_signature_def(
+                {"inputs": u(serialized)}, {"scores": u(scores)}, "tensorflow/serving/classify")
+            regress = v1.saved_model.signature_def_utils.build_signature_def(
+                {"inputs": u(serialized)}, {"outputs": u(value)}, "tensorflow/serving/regress")
+            b.add_meta_graph_and_variables(sess, ["serve"], signature_def_map={
+                "serving_default": classify, "regress": regress})
+            b.save()
+
+
+def example_inputs(spec, batch, rng):
+    out = []
+    for i in range(batch):
+        feats = {"x": tf.train.Feature(float_list=tf.train.FloatList(value=rng.standard_normal(3).tolist()))}
+        if i % 2 == 0:
+            feats["k"] = tf.train.Feature(int64_list=tf.train.Int64List(value=[3]))
+        out.append(tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString())
+    return {"inputs": np.array(out, dtype=object)}
+
+
 def write_cases(out, name, loaded, key, make_inputs):
     fn = loaded.signatures[key]
     spec = fn.structured_input_signature[1]
@@ -119,7 +155,8 @@ def write_cases(out, name, loaded, key, make_inputs):
         inputs = make_inputs(spec, batch, rng)
         outputs = fn(**{n: tf.constant(v) for n, v in inputs.items()})
         for n, v in inputs.items():
-            np.save(os.path.join(out, name, f"case{k}.in.{n}.npy"), v)
+            # Strings as fixed-width bytes ("S"), which .npy stores without pickling.
+            np.save(os.path.join(out, name, f"case{k}.in.{n}.npy"), v.astype(bytes) if v.dtype == object else v)
         for n, v in outputs.items():
             np.save(os.path.join(out, name, f"case{k}.out.{n}.npy"), v.numpy())
         cases.append(k)
@@ -179,6 +216,10 @@ def main():
     model = tf_keras_cnn()
     loaded = saved("tf_keras_cnn", lambda d: tf.saved_model.save(model, d))
     index["tf_keras_cnn"] = write_cases(out, "tf_keras_cnn", loaded, "serving_default", normal_inputs)
+    loaded = saved("estimator_style", write_estimator_style)
+    index["estimator_style"] = write_cases(out, "estimator_style", loaded, "serving_default", example_inputs)
+    index["estimator_style_regress"] = dict(write_cases(out, "estimator_style", loaded, "regress", example_inputs),
+                                            dir="estimator_style")
     with open(os.path.join(out, "cases.json"), "w") as fp:
         json.dump(index, fp, indent=1)
 
