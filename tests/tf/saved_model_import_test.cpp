@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <system_error>
 
 #include <unistd.h>
@@ -29,23 +30,28 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The models, written once per test binary run (about 10 s of TensorFlow).
+// The models, written by TensorFlow once (about 20 s) and kept in the build tree under
+// the hash of the generator's text: ctest runs every test in its own process.
 const std::string& models_dir() {
   static const std::string dir = [] {
     const std::string py = testing::peers_python();
     if (py.empty()) return std::string();
-    const fs::path out = fs::temp_directory_path() / ("deepflow_tf_sm_" + std::to_string(::getpid()));
-    const std::string cmd = "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE " + py + " " +
-                            DEEPFLOW_TESTS_SOURCE_ROOT + "/tests/tf/tf_saved_models.py " + out.string() +
-                            " > " + out.string() + ".log 2>&1";
+    const std::string script = std::string(DEEPFLOW_TESTS_SOURCE_ROOT) + "/tests/tf/tf_saved_models.py";
+    std::ifstream in(script);
+    std::stringstream text;
+    text << in.rdbuf();
+    const fs::path out = fs::path(DEEPFLOW_TF_TEST_CACHE) / std::to_string(std::hash<std::string>()(text.str()));
+    if (fs::exists(out / "cases.json")) return out.string();
+    const fs::path tmp = out.string() + ".tmp-" + std::to_string(::getpid());
+    fs::create_directories(tmp);
+    const std::string cmd = "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE " + py + " " + script + " " +
+                            tmp.string() + " > " + tmp.string() + ".log 2>&1";
     if (std::system(cmd.c_str()) != 0) return std::string();
-    static const fs::path remove_at_exit = out;
-    std::atexit([] {
-      std::error_code ec;
-      fs::remove_all(remove_at_exit, ec);
-      fs::remove(remove_at_exit.string() + ".log", ec);
-    });
-    return out.string();
+    std::error_code ec;
+    fs::rename(tmp, out, ec);  // another test process may have finished first: keep its copy
+    if (ec) fs::remove_all(tmp, ec);
+    fs::remove(tmp.string() + ".log", ec);
+    return fs::exists(out / "cases.json") ? out.string() : std::string();
   }();
   return dir;
 }
@@ -124,7 +130,15 @@ TEST(TfGraphDef, FrozenFunctionMatchesTensorFlow) {
     expect_close(out[i], io::read_npy((dir / ("case0.out." + file + ".npy")).string()), "frozen " + outputs[i]);
   }
   // Imported through the CLI into a deepflow SavedModel that serves the same outputs.
-  const std::string dest = root + "/frozen_math_sm";
+  const std::string dest = (fs::temp_directory_path() / ("deepflow_frozen_sm_" + std::to_string(::getpid()))).string();
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+      fs::remove(dir + ".log", ec);
+    }
+  } cleanup{dest};
   const std::string cmd = std::string(DEEPFLOW_CLI_PATH) + " tf import " + (dir / "frozen.pb").string() + " " + dest +
                           " --to saved_model --outputs " + outputs[0] + " > " + dest + ".log 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
