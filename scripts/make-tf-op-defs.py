@@ -18,7 +18,7 @@ Placeholder PlaceholderWithDefault Const Identity IdentityN NoOp StopGradient En
 PreventGradient Snapshot
 VarHandleOp ReadVariableOp AssignVariableOp AssignAddVariableOp AssignSubVariableOp
 VarIsInitializedOp ResourceGather DestroyResourceOp DisableCopyOnRead VariableV2 Variable Assign
-RestoreV2 SaveV2 MergeV2Checkpoints ShardedFilename StringJoin StaticRegexFullMatch
+RestoreV2 SaveV2 MergeV2Checkpoints ShardedFilename StringJoin StringLength AsString StaticRegexFullMatch
 PartitionedCall StatefulPartitionedCall If StatelessIf While StatelessWhile Case StatelessCase
 Switch Merge Enter Exit NextIteration LoopCond
 TensorListReserve TensorListFromTensor TensorListGetItem TensorListSetItem TensorListStack

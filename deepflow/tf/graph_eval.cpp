@@ -187,10 +187,34 @@ Values import_if(NodeContext& c) {
 
 Values import_while(NodeContext& c) {
   Values vars;
-  for (size_t i = 0; i < c.num_inputs(); ++i) vars.push_back(c.value(i));
+  for (size_t i = 0; i < c.num_inputs(); ++i) {
+    // A shape value (a sequence length known only at run time) enters as a tensor.
+    vars.push_back(c.value(i).partial ? Value(c.input(i)) : c.value(i));
+  }
   FunctionValue cond_fn = c.attr_func("cond", -1), body_fn = c.attr_func("body", -1);
   // A list whose element dims are only known once an element is set (an RNN's outputs):
   // run the first iteration outside the loop when the condition is known to hold.
+  // First, a dense loop variable of the element's rank whose known dims agree gives the
+  // unknown ones (an RNN's output list has the shape of its state).
+  for (Value& v : vars) {
+    if (!v.pending_list) continue;
+    const Value::PendingList& p = *v.pending_list;
+    for (const Value& t : vars) {
+      if (!t.tensor.defined() || t.tensor.rank() + 1 != int(p.dims.size())) continue;
+      bool fits = p.dims[0] >= 0 || (!p.sources.empty() && p.sources[0].first.defined());
+      std::vector<std::pair<Tensor, int>> src{p.sources.empty() ? std::pair<Tensor, int>{} : p.sources[0]};
+      std::vector<int64_t> dims = p.dims;
+      for (int k = 0; k < t.tensor.rank() && fits; ++k) {
+        const int64_t want = p.dims[size_t(k + 1)], have = t.tensor.dim(k);
+        fits = want < 0 || want == have;
+        src.emplace_back(t.tensor, k);
+        if (want < 0) dims[size_t(k + 1)] = have;
+      }
+      if (!fits) continue;
+      v = Value(dynamic_zeros(c, dims, src, p.dtype));
+      break;
+    }
+  }
   bool pending = false;
   for (const Value& v : vars) pending |= v.pending_list != nullptr;
   if (pending) {

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "deepflow/core/error.h"
+#include "deepflow/ops/op.h"
 #include "deepflow/tf/dtype.h"
 #include "tensorflow/attr_value.pb.h"
 #include "tensorflow/node_def.pb.h"
@@ -56,10 +57,30 @@ Tensor NodeContext::input(size_t i) const {
   DF_CHECK(i < num_inputs(), "[tf::import] ", describe(), ": needs input ", i, ", has ", num_inputs());
   const Value& v = value(i);
   if (!v.tensor.defined() && v.partial) {
-    std::string dims;
-    for (int64_t d : *v.partial) dims += (dims.empty() ? "" : ",") + (d < 0 ? std::string("?") : std::to_string(d));
-    fail("[tf::import] ", describe(), ": input ", i, " is the shape value [", dims,
-         "], known only when the graph runs; deepflow needs this op's input at import time");
+    // Each unknown element is the size of a dim of some tensor: size() of that tensor
+    // reduced over its other dims.
+    TensorList elems;
+    for (size_t k = 0; k < v.partial->size(); ++k) {
+      const int64_t d = (*v.partial)[k];
+      if (d >= 0) {
+        elems.push_back(scalar(double(d), v.partial_dtype));
+        continue;
+      }
+      if (k >= v.sources.size() || !v.sources[k].first.defined()) {
+        std::string dims;
+        for (int64_t e : *v.partial) dims += (dims.empty() ? "" : ",") + (e < 0 ? std::string("?") : std::to_string(e));
+        fail("[tf::import] ", describe(), ": input ", i, " is the shape value [", dims, "], whose element ", k,
+             " is known only when the graph runs and comes from no tensor's shape");
+      }
+      const Tensor& src = v.sources[k].first;
+      Axes others;
+      for (int a = 0; a < src.rank(); ++a) {
+        if (a != v.sources[k].second) others.push_back(a);
+      }
+      Tensor along = others.empty() ? zeros_like(src) : reduce_sum(zeros_like(src), others);
+      elems.push_back(cast(size(along, DType::Int64), v.partial_dtype));
+    }
+    return v.scalar ? elems[0] : stack(elems);
   }
   DF_CHECK(v.tensor.defined(), "[tf::import] ", describe(), ": input ", i, " is a resource, not a tensor");
   return v.tensor;
@@ -152,6 +173,14 @@ Tensor dynamic_zeros(const NodeContext& ctx, const std::vector<int64_t>& dims,
     z = z + reshape(v, Shape(at));
   }
   return z;
+}
+
+Tensor dynamic_reshape(const NodeContext& ctx, const Tensor& x, const std::vector<int64_t>& dims,
+                       const std::vector<std::pair<Tensor, int>>& sources) {
+  int unknown = 0;
+  for (int64_t d : dims) unknown += d < 0;
+  if (unknown <= 1) return reshape(x, Shape(dims));
+  return reshape_like(x, dynamic_zeros(ctx, dims, sources, x.dtype()));
 }
 
 int64_t tf_axis(const NodeContext& ctx, int64_t axis, int64_t rank) {

@@ -42,8 +42,9 @@ struct Value {
   /// An integer shape vector partly known at import time: its elements, -1 where unknown
   /// (tensor then holds the traced value). Set by Shape and the integer ops on it.
   std::optional<std::vector<int64_t>> partial;
-  /// With partial: a scalar (one element), not a vector.
+  /// With partial: a scalar (one element), not a vector, and the dtype of its tensor form.
   bool scalar = false;
+  DType partial_dtype = DType::Int32;
   /// With partial: per element, the tensor and dim whose run-time size it is (Shape of a
   /// tensor with dynamic dims), or an undefined tensor. Lets Fill and TensorListReserve
   /// make tensors with those dims.
@@ -53,6 +54,7 @@ struct Value {
   /// makes the dense tensor from the element it sets (a While peels one iteration for it).
   struct PendingList {
     std::vector<int64_t> dims;
+    std::vector<std::pair<Tensor, int>> sources;  ///< as Value::sources, per dim
     DType dtype = DType::Float32;
   };
   std::shared_ptr<const PendingList> pending_list;
@@ -77,7 +79,8 @@ class NodeContext {
 
   virtual size_t num_inputs() const = 0;  ///< data inputs (control inputs excluded)
   virtual const Value& value(size_t i) const = 0;
-  /// The dense tensor of input i; throws naming the node when it is a resource.
+  /// The dense tensor of input i; throws naming the node when it is a resource. A partly
+  /// known shape value is computed from the tensors its unknown dims come from.
   Tensor input(size_t i) const;
   /// The variable of a DT_RESOURCE input i; throws when it is not one.
   Variable& variable(size_t i) const;
@@ -133,6 +136,12 @@ Tensor tensor_from_tf(const tensorflow::TensorProto& proto, const std::string& w
 /// dim, from Value::sources): built by broadcasting, so the dims need not be known now.
 Tensor dynamic_zeros(const NodeContext& ctx, const std::vector<int64_t>& dims,
                      const std::vector<std::pair<Tensor, int>>& sources, DType dtype);
+
+/// A tensor of `like_dims` (-1: the run-time size of sources[i]) holding x, for reshapes
+/// whose target has several dims known only at run time: reshape_like onto zeros of that
+/// shape made by dynamic_zeros.
+Tensor dynamic_reshape(const NodeContext& ctx, const Tensor& x, const std::vector<int64_t>& dims,
+                       const std::vector<std::pair<Tensor, int>>& sources);
 
 /// A non-negative axis for `rank` from a TF axis in [-rank, rank).
 int64_t tf_axis(const NodeContext& ctx, int64_t axis, int64_t rank);

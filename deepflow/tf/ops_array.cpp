@@ -27,6 +27,7 @@ Value shape_value(const std::vector<int64_t>& elems, bool scalar, DType dtype, S
   Value v;
   v.partial = elems;
   v.scalar = scalar;
+  v.partial_dtype = dtype;
   sources.resize(elems.size());
   v.sources = std::move(sources);
   return v;
@@ -89,9 +90,14 @@ Values import_reshape(NodeContext& c) {
   std::vector<int64_t> dims = *target;
   int unknown = 0;
   for (int64_t d : dims) unknown += d < 0;
-  DF_CHECK(unknown <= 1, "[tf::import] ", c.describe(), ": the target shape has ", unknown,
-           " dims known only when the graph runs; deepflow's reshape takes at most one");
-  return {reshape(c.input(0), Shape(dims))};
+  if (unknown <= 1) return {reshape(c.input(0), Shape(dims))};
+  // Several dims known only at run time: each must be the size of some tensor's dim.
+  for (size_t i = 0; i < dims.size(); ++i) {
+    DF_CHECK(dims[i] >= 0 || (i < c.value(1).sources.size() && c.value(1).sources[i].first.defined()), "[tf::import] ",
+             c.describe(), ": the target shape has ", unknown, " dims known only when the graph runs, and dim ", i,
+             " comes from no tensor's shape");
+  }
+  return {dynamic_reshape(c, c.input(0), dims, c.value(1).sources)};
 }
 
 Values import_expand_dims(NodeContext& c) {
@@ -237,8 +243,23 @@ Values import_pad_v2(NodeContext& c) { return import_pad(c, "CONSTANT", c.consta
 Values import_mirror_pad(NodeContext& c) { return import_pad(c, c.attr_string("mode"), 0); }
 
 Values import_tile(NodeContext& c) {
+  Tensor x = c.input(0);
+  const Value& mv = c.value(1);
+  if (mv.partial) {
+    // Multiples known only at run time tile dims of size 1: a broadcast to that size.
+    std::vector<int64_t> dims;
+    Sources src;
+    for (size_t i = 0; i < mv.partial->size(); ++i) {
+      const int64_t m = (*mv.partial)[i];
+      DF_CHECK(m >= 0 || x.dim(int(i)) == 1, "[tf::import] ", c.describe(), ": a multiple known only at run time ",
+               "must tile a dim of size 1, got ", x.shape());
+      dims.push_back(m < 0 ? -1 : m * x.dim(int(i)));
+      src.push_back(source_of(mv, i));
+    }
+    return {broadcast_like(x, dynamic_zeros(c, dims, src, DType::Float32))};
+  }
   std::vector<int64_t> m = c.constant_ints(1);
-  return {tile(c.input(0), Axes(m.begin(), m.end()))};
+  return {tile(x, Axes(m.begin(), m.end()))};
 }
 
 // A tensor of shape input `i` (known, or partly known from Shape) with x broadcast into it.
@@ -248,7 +269,7 @@ Tensor broadcast_into(NodeContext& c, const Tensor& x, size_t i) {
   bool known = true;
   for (int64_t d : *dims) known &= d >= 0;
   if (known) return broadcast_to(x, Shape(*dims));
-  return dynamic_zeros(c, *dims, c.value(i).sources, x.dtype()) + x;
+  return broadcast_like(x, dynamic_zeros(c, *dims, c.value(i).sources, DType::Float32));
 }
 Values import_fill(NodeContext& c) { return {broadcast_into(c, c.input(1), 0)}; }
 Values import_broadcast_to(NodeContext& c) { return {broadcast_into(c, c.input(0), 1)}; }

@@ -70,12 +70,21 @@ int64_t product(const std::vector<int64_t>& d) {
   for (int64_t v : d) p = (v < 0 || p < 0) ? -1 : p * v;
   return p;
 }
-Tensor reshape_checked(NodeContext& c, const Tensor& x, const std::vector<int64_t>& dims) {
+using Sources = std::vector<std::pair<Tensor, int>>;
+// Where each dim of `which` comes from: (x, its position in x's labels).
+Sources sources_of(const Tensor& x, const std::string& labels, const std::string& which) {
+  Sources s;
+  for (char l : which) s.emplace_back(x, int(labels.find(l)));
+  return s;
+}
+Tensor reshape_checked(NodeContext& c, const Tensor& x, const std::vector<int64_t>& dims, const Sources& src) {
   int unknown = 0;
-  for (int64_t d : dims) unknown += d < 0;
-  DF_CHECK(unknown <= 1, "[tf::import] ", c.describe(), ": Einsum '", c.attr_string("equation"),
-           "' would merge dims with ", unknown, " of them known only at run time (input ", x.shape(), ")");
-  return reshape(x, Shape(dims));
+  for (size_t i = 0; i < dims.size(); ++i) {
+    unknown += dims[i] < 0;
+    DF_CHECK(dims[i] >= 0 || (i < src.size() && src[i].first.defined()), "[tf::import] ", c.describe(), ": Einsum '",
+             c.attr_string("equation"), "' would merge dims known only at run time (input ", x.shape(), ")");
+  }
+  return unknown <= 1 ? reshape(x, Shape(dims)) : dynamic_reshape(c, x, dims, src);
 }
 
 Values import_einsum(NodeContext& c) {
@@ -103,23 +112,31 @@ Values import_einsum(NodeContext& c) {
   std::vector<int64_t> bd = dims_of(a, a_labels, batch), fa = dims_of(a, a_labels, free_a),
                        k = dims_of(a, a_labels, contract), fb = dims_of(b, b_labels, free_b);
   const int64_t K = product(k), N = product(fb);
+  const Sources sa = sources_of(a, a_labels, batch + free_a), sb = sources_of(b, b_labels, batch);
+  const Tensor a0 = a, b0 = b;
   // a: batch + free_a (at least one, as M) + [K]
   std::vector<int64_t> ad = bd;
   ad.insert(ad.end(), fa.begin(), fa.end());
+  Sources asrc = sa;
   if (fa.empty()) ad.push_back(1);
   ad.push_back(K);
-  if (contract.size() != 1 || fa.empty()) a = reshape_checked(c, a, ad);
+  asrc.resize(ad.size());
+  if (contract.size() != 1 || fa.empty()) a = reshape_checked(c, a, ad, asrc);
   // b: batch + ones for the extra free_a dims + [K, N]
   std::vector<int64_t> bdims = bd;
   for (size_t i = 1; i < fa.size(); ++i) bdims.push_back(1);
   bdims.push_back(K);
   bdims.push_back(N);
-  if (contract.size() != 1 || free_b.size() != 1 || fa.size() > 1) b = reshape_checked(c, b, bdims);
+  Sources bsrc = sb;
+  bsrc.resize(bdims.size());
+  if (contract.size() != 1 || free_b.size() != 1 || fa.size() > 1) b = reshape_checked(c, b, bdims, bsrc);
   Tensor y = matmul(a, b);  // batch + free_a (or [1]) + [N]
   std::vector<int64_t> yd = bd;
   yd.insert(yd.end(), fa.begin(), fa.end());
   yd.insert(yd.end(), fb.begin(), fb.end());
-  if (free_b.size() != 1 || fa.empty()) y = reshape_checked(c, y, yd);
+  Sources ysrc = sources_of(a0, a_labels, batch + free_a);
+  for (char l : free_b) ysrc.emplace_back(b0, int(b_labels.find(l)));
+  if (free_b.size() != 1 || fa.empty()) y = reshape_checked(c, y, yd, ysrc);
   return {transpose(y, perm_for(batch + free_a + free_b, e.output))};
 }
 

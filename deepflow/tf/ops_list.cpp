@@ -13,20 +13,24 @@ Values import_reserve(NodeContext& c) {
   auto elem = c.shape_input(0);
   DF_CHECK(elem && !(c.value(0).tensor.defined() && c.value(0).tensor.rank() == 0), "[tf::import] ", c.describe(),
            ": the element shape must be known (a list of elements of unknown rank is not supported)");
-  const int64_t n = c.constant_input(1).item<int64_t>();
-  DF_CHECK(n >= 0, "[tf::import] ", c.describe(), ": num_elements must be known, got ", n);
+  auto count = c.shape_input(1);
+  DF_CHECK(count && count->size() == 1, "[tf::import] ", c.describe(), ": num_elements must be a known scalar or come ",
+           "from a Shape");
+  const int64_t n = (*count)[0];
   std::vector<int64_t> dims{n};
   dims.insert(dims.end(), elem->begin(), elem->end());
-  std::vector<std::pair<Tensor, int>> sources{{Tensor(), -1}};
+  std::vector<std::pair<Tensor, int>> sources{c.value(1).sources.empty() ? std::pair<Tensor, int>{Tensor(), -1}
+                                                                          : c.value(1).sources[0]};
   const Value& v = c.value(0);
-  bool resolvable = true;
+  bool resolvable = n >= 0 || sources[0].first.defined();
   for (size_t i = 0; i < elem->size(); ++i) {
     sources.push_back(i < v.sources.size() ? v.sources[i] : std::pair<Tensor, int>{Tensor(), -1});
     resolvable &= (*elem)[i] >= 0 || sources.back().first.defined();
   }
   if (resolvable) return {dynamic_zeros(c, dims, sources, c.attr_type("element_dtype"))};
   Value pending;
-  pending.pending_list = std::make_shared<Value::PendingList>(Value::PendingList{dims, c.attr_type("element_dtype")});
+  pending.pending_list =
+      std::make_shared<Value::PendingList>(Value::PendingList{dims, sources, c.attr_type("element_dtype")});
   return {pending};
 }
 
@@ -44,7 +48,7 @@ Values import_set_item(NodeContext& c) {
     // The first element set gives the run-time dims: zeros [n, item dims...].
     DF_CHECK(item.rank() + 1 == int(p->dims.size()), "[tf::import] ", c.describe(), ": sets an element of rank ",
              item.rank(), " in a list of elements of rank ", p->dims.size() - 1);
-    std::vector<std::pair<Tensor, int>> sources{{Tensor(), -1}};
+    std::vector<std::pair<Tensor, int>> sources{p->sources.empty() ? std::pair<Tensor, int>{} : p->sources[0]};
     std::vector<int64_t> dims = p->dims;
     for (int k = 0; k < item.rank(); ++k) {
       sources.emplace_back(item, k);
@@ -54,15 +58,25 @@ Values import_set_item(NodeContext& c) {
   } else {
     list = c.input(0);
   }
-  const int64_t n = list.dim(0);
-  DF_CHECK(n >= 0, "[tf::import] ", c.describe(), ": the list's length must be known");
-  Tensor mask = greater(one_hot(cast(index, DType::Int64), n), scalar(0.5));
+  // The row mask position == index, with positions 0..n-1 counted at run time (n may be a
+  // sequence length known only then).
+  Axes rest;
+  for (int a = 1; a < list.rank(); ++a) rest.push_back(a);
+  Tensor rows = cast(rest.empty() ? zeros_like(list) : reduce_sum(zeros_like(list), rest), DType::Float32);
+  Tensor positions = cumsum(rows + 1.0, 0) - 1.0;
+  Tensor mask = equal(positions, cast(index, DType::Float32));
   std::vector<int64_t> at(size_t(list.rank()), 1);
-  at[0] = n;
+  at[0] = -1;
   return {where(reshape(mask, Shape(at)), expand_dims(cast(item, list.dtype()), 0), list)};
 }
 
-Values import_length(NodeContext& c) { return {scalar(double(c.input(0).dim(0)), DType::Int32)}; }
+Values import_length(NodeContext& c) {
+  Tensor list = c.input(0);
+  if (list.dim(0) >= 0) return {scalar(double(list.dim(0)), DType::Int32)};
+  Axes rest;
+  for (int a = 1; a < list.rank(); ++a) rest.push_back(a);
+  return {cast(size(rest.empty() ? zeros_like(list) : reduce_sum(zeros_like(list), rest)), DType::Int32)};
+}
 
 }  // namespace
 
