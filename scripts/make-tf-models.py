@@ -661,7 +661,9 @@ def tokens(vocab, lengths=((1, 8), (3, 13)), pad_rows=False):
 def make_text_lstm(ctx):
     def build(K):
         x = K.Input((None,), dtype="int32", name="tokens")
-        h = K.layers.Embedding(1000, 16, name="embedding")(x)
+        # Unit-scale embeddings (the default uniform(-0.05, 0.05) leaves the outputs at 1/3 each).
+        h = K.layers.Embedding(1000, 16, embeddings_initializer=K.initializers.RandomNormal(stddev=1.0),
+                               name="embedding")(x)
         h = K.layers.LSTM(16, name="lstm")(h)
         y = K.layers.Dense(3, activation="softmax", name="probs")(h)
         return K.Model(x, y, name="text_lstm")
@@ -673,7 +675,8 @@ def make_text_lstm(ctx):
 def make_text_gru(ctx):
     def build(K):
         x = K.Input((None,), dtype="int32", name="tokens")
-        h = K.layers.Embedding(1000, 16, mask_zero=True, name="embedding")(x)
+        h = K.layers.Embedding(1000, 16, mask_zero=True, name="embedding",
+                               embeddings_initializer=K.initializers.RandomNormal(stddev=1.0))(x)
         h = K.layers.GRU(16, name="gru")(h)
         y = K.layers.Dense(3, activation="softmax", name="probs")(h)
         return K.Model(x, y, name="text_gru")
