@@ -39,7 +39,7 @@ peers:
 # data/tf_models: the TensorFlow-written corpus (docs/tf_corpus.md), made by .venv-peers'
 # TensorFlow, hence after peers (which needs deps' python3-venv). Cached: a second run skips
 # every model without importing TensorFlow. tf-models-apps adds the five keras.applications
-# models (minutes cold, ~1 GB), for the benchmarks and the tests that need them.
+# models (~7 min cold, ~850 MB), for the benchmarks and the tests that need them.
 tf-models: peers
 	@scripts/fetch-test-deps.sh tf
 

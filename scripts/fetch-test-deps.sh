@@ -15,7 +15,7 @@
 #   scripts/fetch-test-deps.sh [npm] [onnx] [tf] [tf-apps]     (no argument: npm onnx tf)
 #   npm      the npm packages          onnx  the torchvision ONNX models
 #   tf       the default tier of data/tf_models (small models, TFRecord files: ~1 min cold)
-#   tf-apps  the keras.applications tier as well (five models, ~1 GB, minutes cold;
+#   tf-apps  the keras.applications tier as well (five models, ~850 MB, ~7 min cold;
 #            log in data/tf_models_apps.log)
 # `make deps` runs "npm onnx"; `make tf-models` (after `make peers`, which makes
 # .venv-peers) runs "tf", and `make tf-models-apps` "tf-apps".
