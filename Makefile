@@ -18,7 +18,7 @@ FUZZ_TARGETS = graph_text_fuzz graph_def_fuzz idx_fuzz tfrecord_fuzz example_fuz
 DEMO_TARGETS = demo deepflow_cli
 PREFIX ?= /usr/local
 
-.PHONY: all deps deps-build deps-fuzz peers python build build-demo demo test test-asan bench fuzz install clean
+.PHONY: all deps deps-build deps-fuzz peers tf-models tf-models-apps python build build-demo demo test test-asan bench fuzz install clean
 
 all: build
 
@@ -27,19 +27,29 @@ deps-build:
 	@scripts/install-deps.sh build
 	@scripts/fetch-data.sh
 
-# Everything the tests use as well: test packages, npm material, the peers environment.
+# Everything the tests use as well: test packages, npm material, the torchvision ONNX models.
 deps: deps-build
 	@scripts/install-deps.sh build test
-	@scripts/fetch-test-deps.sh
+	@scripts/fetch-test-deps.sh npm onnx
 
 # .venv-peers: TensorFlow 2.21 and the other oracles, pinned (bench/peers/requirements.txt).
 peers:
 	@scripts/install-peers.sh
 
+# data/tf_models: the TensorFlow-written corpus (docs/tf_corpus.md), made by .venv-peers'
+# TensorFlow, hence after peers (which needs deps' python3-venv). Cached: a second run skips
+# every model without importing TensorFlow. tf-models-apps adds the five keras.applications
+# models (~7 min cold, ~850 MB), for the benchmarks and the tests that need them.
+tf-models: peers
+	@scripts/fetch-test-deps.sh tf
+
+tf-models-apps: peers
+	@scripts/fetch-test-deps.sh tf-apps
+
 $(BUILD)/build.ninja:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 
-build: deps peers $(BUILD)/build.ninja
+build: deps peers tf-models $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
 build-demo: deps-build $(BUILD)/build.ninja

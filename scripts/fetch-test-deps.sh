@@ -8,7 +8,17 @@
 #                        =skip skips the optional CUDA download), and bench/peers/onnx_ort.js.
 # Then exports the torchvision models of tests/onnx/torchvision_test.cpp and
 # bench/bench_onnx.cpp into data/onnx_models (scripts/make-onnx-models.py; Debian's
-# python3-torch and python3-torchvision, from scripts/install-deps.sh).
+# python3-torch and python3-torchvision, from scripts/install-deps.sh), and makes the
+# TensorFlow-written corpus (issue 19; docs/tf_corpus.md) in data/tf_models with TensorFlow
+# 2.21 from .venv-peers (scripts/make-tf-models.py; log in data/tf_models.log).
+#
+#   scripts/fetch-test-deps.sh [npm] [onnx] [tf] [tf-apps]     (no argument: npm onnx tf)
+#   npm      the npm packages          onnx  the torchvision ONNX models
+#   tf       the default tier of data/tf_models (small models, TFRecord files: ~1 min cold)
+#   tf-apps  the keras.applications tier as well (five models, ~850 MB, ~7 min cold;
+#            log in data/tf_models_apps.log)
+# `make deps` runs "npm onnx"; `make tf-models` (after `make peers`, which makes
+# .venv-peers) runs "tf", and `make tf-models-apps` "tf-apps".
 # Install time only: the tests never fetch anything, and skip (saying why) when a package,
 # node or the models are missing. Idempotent; offline-tolerant: when npm is missing or fails it warns
 # and exits 0, except with CI set, where a missing oracle fails the run (as the tests do). Both packages go in one npm call (a later --no-save install would prune
@@ -18,6 +28,21 @@ set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 prefix="$repo/data"
 packages=("@roboflow/tfrecords@1.0.4" "onnxruntime-node@1.30.0")
+peers_python="${DEEPFLOW_PEERS_VENV:-$repo/.venv-peers}/bin/python"
+
+parts=("$@")
+((${#parts[@]})) || parts=(npm onnx tf)
+want() {  # part
+  local p
+  for p in "${parts[@]}"; do [[ "$p" == "$1" ]] && return 0; done
+  return 1
+}
+for p in "${parts[@]}"; do
+  case "$p" in
+    npm | onnx | tf | tf-apps) ;;
+    *) echo "fetch-test-deps: unknown part '$p' (npm, onnx, tf, tf-apps)" >&2; exit 2 ;;
+  esac
+done
 
 installed() {  # name@version
   local name="${1%@*}" version="${1##*@}"
@@ -26,29 +51,52 @@ installed() {  # name@version
 }
 
 failed=0
-missing=0
-for p in "${packages[@]}"; do installed "$p" || missing=1; done
-if ((missing)) && ! command -v npm >/dev/null; then
-  echo "fetch-test-deps: npm not found; the TFRecord and ONNX Runtime cross-checks will be skipped" >&2
-  failed=1
-elif ((missing)); then
-  mkdir -p "$prefix"
-  echo "fetch-test-deps: installing ${packages[*]} into $prefix/node_modules"
-  if ! (cd "$prefix" && ONNXRUNTIME_NODE_INSTALL=skip npm install --prefix "$prefix" --no-save --no-audit \
-          --no-fund --loglevel=error "${packages[@]}" >/dev/null); then
-    echo "fetch-test-deps: npm install failed; the TFRecord and ONNX Runtime cross-checks will be skipped" >&2
+
+if want npm; then
+  missing=0
+  for p in "${packages[@]}"; do installed "$p" || missing=1; done
+  if ((missing)) && ! command -v npm >/dev/null; then
+    echo "fetch-test-deps: npm not found; the TFRecord and ONNX Runtime cross-checks will be skipped" >&2
     failed=1
+  elif ((missing)); then
+    mkdir -p "$prefix"
+    echo "fetch-test-deps: installing ${packages[*]} into $prefix/node_modules"
+    if ! (cd "$prefix" && ONNXRUNTIME_NODE_INSTALL=skip npm install --prefix "$prefix" --no-save --no-audit \
+            --no-fund --loglevel=error "${packages[@]}" >/dev/null); then
+      echo "fetch-test-deps: npm install failed; the TFRecord and ONNX Runtime cross-checks will be skipped" >&2
+      failed=1
+    fi
   fi
 fi
 
-# The script returns at once when every model is present (it imports torch only to export).
-if ! /usr/bin/python3 "$repo/scripts/make-onnx-models.py" "$prefix/onnx_models" >"$prefix/onnx_models.log" 2>&1; then
-  echo "fetch-test-deps: exporting the torchvision models failed (needs Debian's python3-torch and" \
-       "python3-torchvision); the torchvision ONNX tests will be skipped. $prefix/onnx_models.log:" >&2
-  tail -3 "$prefix/onnx_models.log" >&2
-  failed=1
+if want onnx; then
+  # The script returns at once when every model is present (it imports torch only to export).
+  if ! /usr/bin/python3 "$repo/scripts/make-onnx-models.py" "$prefix/onnx_models" >"$prefix/onnx_models.log" 2>&1; then
+    echo "fetch-test-deps: exporting the torchvision models failed (needs Debian's python3-torch and" \
+         "python3-torchvision); the torchvision ONNX tests will be skipped. $prefix/onnx_models.log:" >&2
+    tail -3 "$prefix/onnx_models.log" >&2
+    failed=1
+  fi
+  grep -v ": present, skipped$" "$prefix/onnx_models.log" || true
 fi
-grep -v ": present, skipped$" "$prefix/onnx_models.log" || true
+
+# The TensorFlow corpus: the script skips what is present without importing TensorFlow.
+if want tf || want tf-apps; then
+  mkdir -p "$prefix"
+  if want tf-apps; then tier=(--apps) log="$prefix/tf_models_apps.log"; else tier=() log="$prefix/tf_models.log"; fi
+  if [[ ! -x "$peers_python" ]]; then
+    echo "fetch-test-deps: $peers_python is missing (make peers); the TensorFlow corpus" \
+         "(data/tf_models) is not made and its tests will be skipped" >&2
+    failed=1
+  elif env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$peers_python" "$repo/scripts/make-tf-models.py" \
+         "$prefix/tf_models" "${tier[@]}" >"$log" 2>&1; then
+    grep -E "^(make-tf-models|[a-z0-9_]+): " "$log" | grep -v ": present, skipped$" || true
+  else
+    echo "fetch-test-deps: making the TensorFlow corpus failed; its tests will be skipped. $log:" >&2
+    grep -vE "^[IWE][0-9]{4} |^WARNING: All log messages" "$log" | tail -5 >&2  # not TF's C++ log lines
+    failed=1
+  fi
+fi
 if ((failed)) && [[ -n "${CI:-}" ]]; then
   echo "fetch-test-deps: CI is set, so a missing oracle is a failure" >&2
   exit 1
