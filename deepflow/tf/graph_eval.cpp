@@ -149,6 +149,11 @@ class BodyNodeContext : public NodeContext {
     return [shared, fn, path](const Values& args) { return call_function(*shared, fn, args, path); };
   }
   size_t num_outputs() const override { return def_ ? size_t(num_flat_outputs(*def_, node_)) : 1; }
+  Tensor read_variable(size_t i) const override {
+    if (!shared_.freeze_variables) return variable(i).value();
+    BuildScopeGuard eager(nullptr);
+    return variable(i).value();
+  }
 
  private:
   ImportShared& shared_;

@@ -34,6 +34,9 @@ struct ImportShared {
   std::map<std::string, std::shared_ptr<Variable>> variables;
   /// RestoreV2: reads a tensor by checkpoint key from the prefix it is given.
   std::function<Tensor(const std::string& prefix, const std::string& key)> restore;
+  /// Variable reads give the variable's value at trace time, a constant the graph passes
+  /// fold (batch norm into convolutions, ...): for signatures that assign no variable.
+  bool freeze_variables = false;
 
   void add_library(const tensorflow::FunctionDefLibrary& library);
 };

@@ -84,6 +84,9 @@ class NodeContext {
   Tensor input(size_t i) const;
   /// The variable of a DT_RESOURCE input i; throws when it is not one.
   Variable& variable(size_t i) const;
+  /// The value of variable input i: a read (a node when traced), or, when the import
+  /// freezes variables, the value itself (a constant).
+  virtual Tensor read_variable(size_t i) const { return variable(i).value(); }
   /// Input i when known at import time, else a clear error: "input 1 (shape) of Reshape
   /// must be known at import time".
   Tensor constant_input(size_t i) const;

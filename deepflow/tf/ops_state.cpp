@@ -10,7 +10,7 @@
 namespace deepflow::tf {
 namespace {
 
-Values import_read_variable(NodeContext& c) { return {c.variable(0).value()}; }
+Values import_read_variable(NodeContext& c) { return {c.read_variable(0)}; }
 
 Values import_assign_variable(NodeContext& c) {
   Variable& v = c.variable(0);
@@ -30,7 +30,7 @@ Values import_assign_sub(NodeContext& c) {
 }
 
 Values import_resource_gather(NodeContext& c) {
-  return {gather(c.variable(0).value(), c.input(1), 0, c.attr_int("batch_dims"))};
+  return {gather(c.read_variable(0), c.input(1), 0, c.attr_int("batch_dims"))};
 }
 
 Values import_var_is_initialized(NodeContext& c) {

@@ -83,6 +83,24 @@ int fuse_matmul(Graph& g, std::vector<ValueRef>* keep) {
   return fused;
 }
 
+namespace {
+
+// The constant operand of binary node n beside v as a float64 [cout] vector, when it is a
+// per-output-channel (or scalar) constant of n's dtype; else undefined.
+Tensor per_channel_operand(const Graph& g, const Node& n, int v, int64_t cout) {
+  if (n.inputs.size() != 2 || n.inputs[0].node == n.inputs[1].node) return Tensor();
+  const ValueRef other = n.inputs[0].node == v ? n.inputs[1] : n.inputs[0];
+  const Tensor* c = const_value(g, other);
+  if (!c || other.node == v || (c->size() != cout && c->size() != 1) || c->dtype() != n.outputs[0].dtype)
+    return Tensor();
+  for (int i = 0; i + 1 < c->rank(); ++i) {
+    if (c->dim(i) != 1) return Tensor();
+  }
+  return broadcast_to(cast(reshape(*c, {c->size()}), DType::Float64), {cout});
+}
+
+}  // namespace
+
 int fold_batch_norm(Graph& g, std::vector<ValueRef>* keep) {
   Uses uses(g, keep);
   std::vector<char> dead(size_t(g.num_nodes()), 0);
@@ -98,7 +116,33 @@ int fold_batch_norm(Graph& g, std::vector<ValueRef>* keep) {
     const int user = uses.data[size_t(cv)][0];
     const Node& u = g.node(user);
     Tensor scale, bias;  // per output channel, float64
-    if (u.op == OpId::FusedBatchNorm && u.inputs[0].node == cv) {
+    int end = user;      // the node whose result the folded conv (+ bias) gives
+    std::vector<int> absorbed;
+    if (u.op == OpId::Add && u.outputs[0] == conv.outputs[0] && uses.single_use(user)) {
+      // Keras 3's decomposed batch norm after a biased conv: (conv + b) * s (+ t) is
+      // conv(filter * s) + (b * s + t).
+      const Tensor b = per_channel_operand(g, u, cv, cout);
+      const int m = uses.data[size_t(user)][0];
+      const Node& mn = g.node(m);
+      if (!b.defined() || mn.op != OpId::Mul || mn.outputs[0] != conv.outputs[0]) continue;
+      const Tensor sc = per_channel_operand(g, mn, user, cout);
+      if (!sc.defined()) continue;
+      scale = sc;
+      bias = b * sc;
+      absorbed = {user};
+      end = m;
+      if (uses.single_use(m)) {
+        const int a2 = uses.data[size_t(m)][0];
+        const Node& an = g.node(a2);
+        const Tensor t = an.op == OpId::Add && an.outputs[0] == conv.outputs[0] ? per_channel_operand(g, an, m, cout)
+                                                                                : Tensor();
+        if (t.defined()) {
+          bias = bias + t;
+          absorbed.push_back(m);
+          end = a2;
+        }
+      }
+    } else if (u.op == OpId::FusedBatchNorm && u.inputs[0].node == cv) {
       const AttrValue* tr = u.attrs.find("is_training");
       if (!tr || std::get<bool>(*tr)) continue;  // the default is training
       // The statistics outputs must be unused (they are copies of mean and variance).
@@ -135,17 +179,22 @@ int fold_batch_norm(Graph& g, std::vector<ValueRef>* keep) {
     passes::merge_control(c2.control_inputs, g.node(user).control_inputs);
     if (bias.defined()) {
       // conv2d stays (with the new filter); the batch norm becomes conv + bias in place.
-      ValueRef bv = passes::add_const(g, cast(bias, dt), g.node(user).name + "/folded_bias", device);
+      ValueRef bv = passes::add_const(g, cast(bias, dt), g.node(end).name + "/folded_bias", device);
       dead.push_back(0);
       g.mutable_node(cv).inputs[1] = wv;
       Node a;
       a.op = OpId::Add;
       a.inputs = {{cv, 0}, bv};
-      a.name = g.node(user).name;
-      a.outputs = {g.node(user).outputs[0]};
-      a.device = g.node(user).device;
-      a.control_inputs = g.node(user).control_inputs;
-      g.mutable_node(user) = std::move(a);
+      a.name = g.node(end).name;
+      a.outputs = {g.node(end).outputs[0]};
+      a.device = g.node(end).device;
+      a.control_inputs = g.node(end).control_inputs;
+      for (int x : absorbed) {
+        passes::merge_control(a.control_inputs, g.node(x).control_inputs);
+        passes::replace_control(g, x, end);
+        dead[size_t(x)] = 1;
+      }
+      g.mutable_node(end) = std::move(a);
     } else {
       // The multiply becomes the conv with the scaled filter; the old conv goes.
       g.mutable_node(user) = std::move(c2);
