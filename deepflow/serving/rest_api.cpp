@@ -197,15 +197,14 @@ RestResponse RestHandler::handle(std::string_view method, std::string_view path,
     std::optional<Route> route;
     if (method == "POST") route = match_post(path);
     else if (method == "GET") route = match_get(path);
-    if (!route)
+    // TF Serving compares the captured verb exactly: only the path literals ignore case.
+    if (!route || (method == "POST" && route->verb != "classify" && route->verb != "regress" &&
+                   route->verb != "predict" && route->verb != "load" && route->verb != "unload"))
       throw ServingError(Code::InvalidArgument, "Malformed request: " + std::string(method) + " " + std::string(path));
     if (route->name.empty()) throw ServingError(Code::InvalidArgument, "Missing model name in request.");
     routed = true;
     if (method == "GET") req.api = route->verb == "metadata" ? "metadata" : "status";
-    else {
-      req.api = std::string(route->verb);  // matched case-insensitively: compare in lower case
-      for (char& ch : req.api) ch = static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
-    }
+    else req.api = std::string(route->verb);
     ModelSpec spec = make_spec(*route, req);
 
     if (req.api == "load" || req.api == "unload") {
