@@ -6,6 +6,7 @@
 // (y = x/2 + 2, x float32 [-1]) and a dense layer (x float32 [-1, 3] -> y [-1, 2]).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <cstring>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "deepflow/serving/binary_tensor.h"
 #include "deepflow/serving/json_tensor.h"
 #include "deepflow/serving/rest_api.h"
+#include "deepflow/serving/server.h"
 #include "serving/serving_test_util.h"
 
 namespace deepflow {
@@ -156,6 +158,40 @@ TEST_F(BinaryTensor, EveryTruncationIsRejectedWithoutACrash) {
     RestResponse r = predict("dense", bad, kBinaryBoth);
     EXPECT_LT(r.status, 500) << "byte " << i << ": " << r.body;
   }
+}
+
+TEST(BinaryTensorServer, HeadersTravelOverHttp) {
+  testing::TempDir tmp;
+  std::string half = tmp / "half";
+  testing::save_half_plus(half, 1, 2.f);
+  serving::ServerOptions o;
+  o.config = serving::single_model("half", half);
+  o.grpc_port = 0;
+  o.rest_port = -1;
+  o.host = "127.0.0.1";
+  o.poll_seconds = 0;
+  o.rest_threads = 2;
+  serving::ModelServer server(std::move(o));
+  server.start();
+  httplib::Client c("127.0.0.1", server.rest_port());
+  std::string b = body(R"({"inputs": {"x": {"dtype": "DT_FLOAT", "shape": [2], "offset": 0}}})", floats({1, 3}));
+  auto r = c.Post("/v1/models/half:predict", {{"Accept", "application/octet-stream"}}, b, "application/octet-stream");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/octet-stream");
+  size_t nl = r->body.find('\n');
+  ASSERT_NE(nl, std::string::npos);
+  EXPECT_EQ(r->body.substr(nl + 1), floats({2.5f, 3.5f}));
+  r = c.Post("/v1/models/half:predict", b, "application/octet-stream");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, R"({"predictions":[2.5,3.5]})");
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json");
+  r = c.Post("/v1/models/half:predict", {{"Accept", "application/octet-stream"}}, b.substr(0, b.size() - 1),
+             "application/octet-stream");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json");
+  EXPECT_THAT(r->body, HasSubstr("[rest binary] input 'x' (DT_FLOAT [2]) needs 8 bytes"));
 }
 
 TEST(BinaryMediaType, HeaderValues) {

@@ -112,6 +112,24 @@ def check(root, address, rest=None):
     equal("Classify labels", {c.label for row in response.result.classifications for c in row.classes}, {""})
     equal("Classify signature", response.model_spec.signature_name, "serving_default")
 
+    # Classify with a context shared by every example (ExampleListWithContext).
+    context = tf.train.Example(features=tf.train.Features(feature={
+        "k": tf.train.Feature(int64_list=tf.train.Int64List(value=[4]))}))
+    bare = [tf.train.Example(features=tf.train.Features(feature={"x": e.features.feature["x"]})) for e in ex]
+    request = classification_pb2.ClassificationRequest()
+    request.model_spec.name = "estimator"
+    request.input.example_list_with_context.examples.extend(bare)
+    request.input.example_list_with_context.context.CopyFrom(context)
+    response = predict.Classify(request, timeout=30)
+    merged = []
+    for e in bare:
+        m = tf.train.Example()
+        m.CopyFrom(e)
+        m.MergeFrom(context)
+        merged.append(m.SerializeToString())
+    want = est.signatures["serving_default"](inputs=tf.constant(merged))["scores"].numpy()
+    close("Classify with context", [[c.score for c in row.classes] for row in response.result.classifications], want)
+
     # Regress.
     request = regression_pb2.RegressionRequest()
     request.model_spec.name = "estimator"
