@@ -43,8 +43,12 @@ DType dtype_from_text(const std::string& text, const std::string& input) {
 
 std::string shape_text(const std::vector<int64_t>& dims) {
   std::string out = "[";
-  for (size_t i = 0; i < dims.size(); ++i) out += (i ? "," : "") + std::to_string(dims[i]);
-  return out + "]";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(dims[i]);
+  }
+  out += ']';
+  return out;
 }
 
 int64_t non_negative_integer(const json& v, const std::string& what) {

@@ -34,19 +34,36 @@ std::string model_names(const ServerConfig& config) {
   return out.empty() ? "none" : out;
 }
 
-// Throws unless `model` loaded: every version it tried is AVAILABLE, and it has one.
+// Whether a failed version matters for `model`'s policy: with latest, only when it is
+// newer than every available version (an older failure, e.g. left from an earlier base
+// path, would not be served anyway); with specific, when it is one of them; with all,
+// always.
+bool failure_matters(const ModelConfig& model, int64_t failed, int64_t newest_available) {
+  switch (model.policy.kind) {
+    case VersionPolicy::Kind::Latest: return failed > newest_available;
+    case VersionPolicy::Kind::Specific:
+      return std::find(model.policy.versions.begin(), model.policy.versions.end(), failed) != model.policy.versions.end();
+    case VersionPolicy::Kind::All: return true;
+  }
+  return true;
+}
+
+// Throws unless `model` loaded: a version is AVAILABLE and no version its policy wants
+// failed.
 void check_loaded(const ModelManager& manager, const ModelConfig& model, const char* where) {
   std::vector<VersionStatus> statuses;
   try {
     statuses = manager.status({.name = model.name});
   } catch (const ServingError&) {  // no versions known at all
   }
-  const VersionStatus* failed = nullptr;
-  const VersionStatus* available = nullptr;
-  for (const auto& s : statuses) {
+  const VersionStatus* available = nullptr;  // statuses are newest first
+  for (const auto& s : statuses)
     if (s.state == VersionState::Available && !available) available = &s;
-    if (s.state == VersionState::End && s.error_code != Code::Ok && !failed) failed = &s;
-  }
+  const VersionStatus* failed = nullptr;
+  for (const auto& s : statuses)
+    if (s.state == VersionState::End && s.error_code != Code::Ok && !failed &&
+        (!available || failure_matters(model, s.version, available->version)))
+      failed = &s;
   const std::string what = std::string(where) + " model '" + model.name + "' (base_path " + model.base_path + ")";
   if (failed) {
     std::string serving = available ? "; version " + std::to_string(available->version) + " keeps serving" : "";

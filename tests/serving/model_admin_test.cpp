@@ -115,6 +115,17 @@ TEST_F(ModelAdminTest, FailedLoadChangesNothing) {
   EXPECT_EQ(r->status, 404) << r->body;
   EXPECT_THAT(r->body, HasSubstr("no version to serve"));
   expect_half_serves();
+
+  // The failed version 1 of "broken" is still in its status; a good version 2 elsewhere
+  // loads, and the old failure (older than what serves) does not fail the call.
+  std::string fixed = tmp_ / "fixed";
+  testing::save_half_plus(fixed, 2, 5.f);
+  r = post("/v1/models/broken:load", R"({"base_path": ")" + fixed + R"("})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  r = post("/v1/models/broken:predict", kOne);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, R"({"predictions":[5.5]})");
 }
 
 TEST_F(ModelAdminTest, BadLoadRequests) {
