@@ -198,12 +198,13 @@ def check(root, address, rest=None):
         equal("removed model code", e.code(), grpc.StatusCode.NOT_FOUND)
     run_predict("mlp", mlp, "serving_default", {mlp_input: x})
     if rest:
-        check_rest(root, rest, mlp, mlp_input)
+        check_rest(root, rest, mlp, mlp_input, est)
     print("tf_serving_client.py: ok")
 
 
-def check_rest(root, rest, mlp, mlp_input):
-    """Binary tensor bodies and :load / :unload over REST, with urllib only."""
+def check_rest(root, rest, mlp, mlp_input, est):
+    """REST classify/regress on the estimator, binary tensor bodies and :load / :unload,
+    with urllib only."""
     import json
     import urllib.error
     import urllib.request
@@ -215,6 +216,25 @@ def check_rest(root, rest, mlp, mlp_input):
                 return r.status, r.headers.get("Content-Type"), r.read()
         except urllib.error.HTTPError as e:
             return e.code, e.headers.get("Content-Type"), e.read()
+
+    # Classify and regress with JSON examples: floats become float_list, ints int64_list.
+    rows = [{"x": [0.25, -1.5, 0.75], "k": 3}, {"x": [1.25, 0.5, -0.25]}]
+    serialized = []
+    for r in rows:
+        feats = {"x": tf.train.Feature(float_list=tf.train.FloatList(value=r["x"]))}
+        if "k" in r:
+            feats["k"] = tf.train.Feature(int64_list=tf.train.Int64List(value=[r["k"]]))
+        serialized.append(tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString())
+    json_headers = {"Content-Type": "application/json"}
+    status, _, reply = post("/v1/models/estimator:classify", json.dumps({"examples": rows}).encode(), json_headers)
+    equal("REST classify status", status, 200)
+    want = est.signatures["serving_default"](inputs=tf.constant(serialized))["scores"].numpy()
+    close("REST classify", [[score for _, score in r] for r in json.loads(reply)["results"]], want)
+    status, _, reply = post("/v1/models/estimator:regress",
+                            json.dumps({"signature_name": "regress", "examples": rows}).encode(), json_headers)
+    equal("REST regress status", status, 200)
+    close("REST regress", json.loads(reply)["results"],
+          est.signatures["regress"](inputs=tf.constant(serialized))["outputs"].numpy()[:, 0])
 
     x = np.random.default_rng(11).standard_normal((6, 4)).astype("<f4")
     header = {"inputs": {mlp_input: {"dtype": "DT_FLOAT", "shape": list(x.shape), "offset": 0}}}
