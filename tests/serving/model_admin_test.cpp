@@ -4,6 +4,7 @@
 // the reload behind gRPC's HandleReloadConfigRequest; a load that fails changes nothing
 // and every other model (and the version already serving) keeps serving.
 #include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -14,6 +15,7 @@
 #include "deepflow/serving/rest_api.h"
 #include "deepflow/serving/server.h"
 #include "serving/serving_test_util.h"
+#include "serving_apis.grpc.pb.h"
 
 namespace deepflow {
 namespace {
@@ -36,7 +38,7 @@ class ModelAdminTest : public ::testing::Test {
     write_corrupt_version(broken_, 1);
     serving::ServerOptions o;
     o.config = serving::single_model("half", half_);
-    o.grpc_port = 0;
+    o.grpc_port = -1;
     o.rest_port = -1;
     o.host = "127.0.0.1";
     o.poll_seconds = 0;
@@ -177,6 +179,40 @@ TEST_F(ModelAdminTest, ReloadReportsAFailedModelAndKeepsServing) {
   auto r = post("/v1/models/dense:predict", R"({"instances": [[0, 0, 0]]})");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
+  expect_half_serves();
+}
+
+TEST_F(ModelAdminTest, GrpcReloadAddsRemovesAndReportsAFailedLoad) {
+  namespace pb = tensorflow::serving;
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->grpc_port()),
+                                     grpc::InsecureChannelCredentials());
+  auto models = pb::ModelService::NewStub(channel);
+  auto reload = [&](const std::vector<std::pair<std::string, std::string>>& entries, pb::ReloadConfigResponse* out) {
+    pb::ReloadConfigRequest request;
+    for (const auto& [name, path] : entries) {
+      auto* c = request.mutable_config()->mutable_model_config_list()->add_config();
+      c->set_name(name);
+      c->set_base_path(path);
+      c->set_model_platform("tensorflow");
+    }
+    grpc::ClientContext ctx;
+    return models->HandleReloadConfigRequest(&ctx, request, out);
+  };
+  pb::ReloadConfigResponse response;
+  grpc::Status s = reload({{"half", half_}, {"dense", dense_}}, &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(post("/v1/models/dense:predict", R"({"instances": [[0, 0, 0]]})")->status, 200);
+
+  s = reload({{"half", half_}, {"dense", dense_}, {"broken", broken_}}, &response);
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.error_message(), HasSubstr("[HandleReloadConfigRequest] model 'broken' (base_path " + broken_ +
+                                           "): version 1 failed to load"));
+  EXPECT_EQ(post("/v1/models/dense:predict", R"({"instances": [[0, 0, 0]]})")->status, 200);
+  expect_half_serves();
+
+  s = reload({{"half", half_}}, &response);  // removes dense and broken
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(post("/v1/models/dense:predict", R"({"instances": [[0, 0, 0]]})")->status, 404);
   expect_half_serves();
 }
 
