@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The official TF Serving client against `deepflow serve` on SavedModels TensorFlow
-// writes: TensorFlow 2.21 (the peers environment) exports a Keras 3 MLP and an
-// estimator-style classify/regress model, the real binary serves them, and
+// writes: TensorFlow 2.21 (the peers environment) exports a Keras 3 MLP, an
+// estimator-style classify/regress model and a classifier with string classes, the real binary serves them, and
 // tests/serving/tf_serving_client.py calls Predict, Classify, Regress, GetModelMetadata,
 // GetModelStatus and HandleReloadConfigRequest with tensorflow-serving-api's stubs,
 // comparing every answer with TensorFlow's own signatures, then a raw binary REST predict
@@ -110,10 +110,12 @@ TEST(TfServingClient, OfficialClientMatchesTensorFlow) {
   std::ofstream(config) << "model_config_list {\n"
                         << "  config { name: \"mlp\" base_path: \"" << root << "/mlp\" model_platform: \"tensorflow\" }\n"
                         << "  config { name: \"estimator\" base_path: \"" << root
-                        << "/estimator\" model_platform: \"tensorflow\" }\n}\n";
+                        << "/estimator\" model_platform: \"tensorflow\" }\n"
+                        << "  config { name: \"labelled\" base_path: \"" << root
+                        << "/labelled\" model_platform: \"tensorflow\" }\n}\n";
   const int grpc_port = free_port(), rest_port = free_port();
   ServeProcess serve(config, grpc_port, rest_port, tmp / "serve.log");
-  ASSERT_TRUE(wait_available(rest_port, {"mlp", "estimator"}, 120)) << testing::read_bytes(serve.log);
+  ASSERT_TRUE(wait_available(rest_port, {"mlp", "estimator", "labelled"}, 120)) << testing::read_bytes(serve.log);
 
   const std::string client_log = tmp / "client.log";
   rc = std::system((python_command() + " " + kScript + " check " + root + " 127.0.0.1:" + std::to_string(grpc_port) +

@@ -5,12 +5,13 @@ on SavedModels that TensorFlow 2.21 writes; every answer must equal TensorFlow's
 
 Run by tests/serving/tf_client_test.cpp in two steps (peers environment):
 
-  .venv-peers/bin/python tf_serving_client.py write DIR     # DIR/{mlp,estimator,broken}/1
+  .venv-peers/bin/python tf_serving_client.py write DIR     # DIR/{mlp,estimator,labelled,broken}/1
   .venv-peers/bin/python tf_serving_client.py check DIR 127.0.0.1:PORT [127.0.0.1:REST_PORT]
 
 `write` makes a Keras 3 `model.export` MLP, a TF1-builder estimator-style model (classify
-signature "serving_default" and "regress" on serialized tf.Examples, tests/tf/) and a
-corrupt version. `check` expects the server to serve "mlp" and "estimator" from DIR and
+signature "serving_default" and "regress" on serialized tf.Examples, tests/tf/), a TF1
+classifier whose classify signature also outputs string `classes`, and a corrupt
+version. `check` expects the server to serve "mlp", "estimator" and "labelled" from DIR and
 exits 1 with a message on the first mismatch. With a REST address it also sends a raw
 binary predict body (docs/serving.md) and loads and unloads a model through REST."""
 import os
@@ -46,9 +47,33 @@ def write(out):
                               keras.layers.Dense(3, activation="softmax")])
     model.export(os.path.join(out, "mlp", "1"), verbose=False)
     write_estimator_style(os.path.join(out, "estimator", "1"))
+    write_labelled(os.path.join(out, "labelled", "1"))
     os.makedirs(os.path.join(out, "broken", "1"), exist_ok=True)
     with open(os.path.join(out, "broken", "1", "saved_model.pb"), "wb") as f:
         f.write(b"\x0a\xff\xff not a SavedModel")
+
+
+def write_labelled(d):
+    """A TF1 classify signature with `scores` and string `classes` (the labels of each
+    score, as canned estimators output them)."""
+    v1 = tf.compat.v1
+    g = tf.Graph()
+    with g.as_default():
+        serialized = v1.placeholder(tf.string, [None], name="input_example_tensor")
+        f = tf.io.parse_example(serialized, {"x": tf.io.FixedLenFeature([3], tf.float32)})
+        w = v1.get_variable("w", initializer=tf.constant([[0.5, -1.0, 0.1], [1.5, 0.25, -0.3], [-2.0, 1.0, 0.7]]))
+        scores = tf.nn.softmax(tf.matmul(f["x"], w))
+        # Each row's labels, in score order (a Gather, since Tile by the batch size is
+        # not imported yet).
+        classes = tf.gather(tf.constant(["cat", "dog", "eel"]), tf.zeros_like(tf.cast(scores, tf.int32)) + tf.range(3))
+        with v1.Session(graph=g) as sess:
+            sess.run(v1.global_variables_initializer())
+            b = v1.saved_model.Builder(d)
+            u = v1.saved_model.utils.build_tensor_info
+            sig = v1.saved_model.signature_def_utils.build_signature_def(
+                {"inputs": u(serialized)}, {"scores": u(scores), "classes": u(classes)}, "tensorflow/serving/classify")
+            b.add_meta_graph_and_variables(sess, ["serve"], signature_def_map={"serving_default": sig})
+            b.save()
 
 
 def examples(n, seed):
@@ -111,6 +136,18 @@ def check(root, address, rest=None):
     close("Classify scores", got, want)
     equal("Classify labels", {c.label for row in response.result.classifications for c in row.classes}, {""})
     equal("Classify signature", response.model_spec.signature_name, "serving_default")
+
+    # Classify with string classes: labels and scores as TensorFlow computes them.
+    labelled = tf.saved_model.load(os.path.join(root, "labelled", "1"))
+    request = classification_pb2.ClassificationRequest()
+    request.model_spec.name = "labelled"
+    request.input.example_list.examples.extend(ex)
+    response = predict.Classify(request, timeout=30)
+    want = labelled.signatures["serving_default"](inputs=serialized)
+    close("Classify (labelled) scores", [[c.score for c in row.classes] for row in response.result.classifications],
+          want["scores"].numpy())
+    equal("Classify (labelled) labels", [[c.label for c in row.classes] for row in response.result.classifications],
+          [[c.decode() for c in row] for row in want["classes"].numpy()])
 
     # Classify with a context shared by every example (ExampleListWithContext).
     context = tf.train.Example(features=tf.train.Features(feature={
@@ -175,13 +212,14 @@ def check(root, address, rest=None):
         request.config.CopyFrom(config)
         return models.HandleReloadConfigRequest(request, timeout=60)
 
-    response = reload([("mlp", "mlp"), ("estimator", "estimator"), ("mlp_copy", "mlp")])
+    base = [("mlp", "mlp"), ("estimator", "estimator"), ("labelled", "labelled")]
+    response = reload(base + [("mlp_copy", "mlp")])
     equal("reload (add) status", response.status.error_code, 0)
     x = np.ones((2, 4), np.float32)
     run_predict("mlp_copy", mlp, "serving_default", {mlp_input: x})
     # A model that fails to load: an error, and every other model keeps serving.
     try:
-        response = reload([("mlp", "mlp"), ("estimator", "estimator"), ("mlp_copy", "mlp"), ("broken", "broken")])
+        response = reload(base + [("mlp_copy", "mlp"), ("broken", "broken")])
         equal("reload with a corrupt model: error_code", response.status.error_code != 0, True)
     except grpc.RpcError as e:
         if "broken" not in e.details():
@@ -189,7 +227,7 @@ def check(root, address, rest=None):
     equal("broken status state", status("broken")[0][1], get_model_status_pb2.ModelVersionStatus.END)
     run_predict("mlp", mlp, "serving_default", {mlp_input: x})
     # Remove mlp_copy and broken: NOT_FOUND for mlp_copy, the others still serve.
-    response = reload([("mlp", "mlp"), ("estimator", "estimator")])
+    response = reload(base)
     equal("reload (remove) status", response.status.error_code, 0)
     try:
         run_predict("mlp_copy", mlp, "serving_default", {mlp_input: x})
