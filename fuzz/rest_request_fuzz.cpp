@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the REST request bodies (make fuzz): parse_predict_request with a
-// fixed signature (x: float [-1,3], s: string [-1]) and parse_examples_request on
-// arbitrary bytes. Any input may be rejected with a deepflow::Error (ServingError);
+// fixed signature (x: float [-1,3], s: string [-1]), parse_examples_request and the raw
+// binary predict body (parse_binary_predict_request) on arbitrary bytes. Any input may be rejected with a deepflow::Error (ServingError);
 // anything else (a crash, a hang, a sanitizer report, another exception) is a bug.
 // Invariants checked: an accepted predict body gives tensors of the signature's dtypes
 // whose columnar response, read back as a request, has the same values; an accepted
-// classify/regress body gives serialized tf.Examples that parse.
+// classify/regress body gives serialized tf.Examples that parse; an accepted binary body
+// gives tensors that the binary response writer lays out in a payload of their sizes.
 #include <google/protobuf/stubs/logging.h>
 
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <string>
 
+#include "deepflow/serving/binary_tensor.h"
 #include "deepflow/serving/json_tensor.h"
 #include "example.pb.h"
 
@@ -82,6 +84,25 @@ void check_examples(const std::string& body) {
   if (!req.context.empty() && !ex.ParseFromString(req.context)) bug("serialized context does not parse");
 }
 
+void check_binary(const std::string& body) {
+  PredictRequestBinary req;
+  try {
+    req = parse_binary_predict_request(body);
+  } catch (const Error&) {
+    return;
+  }
+  if (req.inputs.empty()) bug("accepted binary body without inputs");
+  size_t bytes = 0;
+  for (const auto& [name, t] : req.inputs) {
+    if (t.dtype() == DType::String) bug("binary body gave a string tensor " + name);
+    bytes += t.nbytes();
+  }
+  const size_t newline = body.find('\n');
+  if (bytes > 0 && bytes > (body.size() - newline - 1) * req.inputs.size()) bug("tensors larger than the payload");
+  std::string out = write_binary_predict_response("m", 1, "serving_default", req.inputs);
+  if (out.find('\n') == std::string::npos || out.size() < bytes) bug("binary response too short");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -93,5 +114,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string body(reinterpret_cast<const char*>(data), size);
   check_predict(body);
   check_examples(body);
+  check_binary(body);
   return 0;
 }

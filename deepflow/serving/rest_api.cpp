@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "deepflow/serving/binary_tensor.h"
 #include "deepflow/serving/json_tensor.h"
 
 namespace deepflow::serving {
@@ -15,6 +16,7 @@ namespace {
 // The routes as TF Serving's RE2 patterns, matched by hand (case-insensitive literals,
 // segments of [^/:]+, versions of \d+) so no regex runs per request:
 //   POST (?i)/v1/models/([^/:]+)(?:(?:/versions/(\d+))|(?:/labels/([^/:]+)))?:(classify|regress|predict)
+//        and deepflow's model management verbs :load and :unload (no version or label)
 //   GET  (?i)/v1/models(?:/([^/:]+))?(?:(?:/versions/(\d+))|(?:/labels/([^/:]+)))?(?:\/(metadata))?
 struct Route {
   std::string_view name, version, label, verb;  // raw (still percent-encoded)
@@ -83,7 +85,7 @@ std::optional<Route> match_post(std::string_view path) {
   if (r.name.empty()) return std::nullopt;
   consume_version_or_label(path, r);
   if (!consume_literal(path, ":")) return std::nullopt;
-  for (std::string_view verb : {"classify", "regress", "predict"})
+  for (std::string_view verb : {"classify", "regress", "predict", "load", "unload"})
     if (iequal(path, verb)) {
       r.verb = path;
       return r;
@@ -176,10 +178,11 @@ ModelSpec make_spec(const Route& r, Request& req) {
 
 }  // namespace
 
-RestHandler::RestHandler(const ModelManager& manager, SignatureRunner runner, Metrics* metrics)
-    : manager_(manager), runner_(std::move(runner)), metrics_(metrics) {}
+RestHandler::RestHandler(const ModelManager& manager, SignatureRunner runner, Metrics* metrics, ModelAdmin* admin)
+    : manager_(manager), runner_(std::move(runner)), metrics_(metrics), admin_(admin) {}
 
-RestResponse RestHandler::handle(std::string_view method, std::string_view path, std::string_view body) const {
+RestResponse RestHandler::handle(std::string_view method, std::string_view path, std::string_view body,
+                                 const RestHeaders& headers) const {
   auto start = std::chrono::steady_clock::now();
   Request req;
   RestResponse response;
@@ -194,8 +197,9 @@ RestResponse RestHandler::handle(std::string_view method, std::string_view path,
     std::optional<Route> route;
     if (method == "POST") route = match_post(path);
     else if (method == "GET") route = match_get(path);
+    // TF Serving compares the captured verb exactly: only the path literals ignore case.
     if (!route || (method == "POST" && route->verb != "classify" && route->verb != "regress" &&
-                   route->verb != "predict"))
+                   route->verb != "predict" && route->verb != "load" && route->verb != "unload"))
       throw ServingError(Code::InvalidArgument, "Malformed request: " + std::string(method) + " " + std::string(path));
     if (route->name.empty()) throw ServingError(Code::InvalidArgument, "Missing model name in request.");
     routed = true;
@@ -203,7 +207,19 @@ RestResponse RestHandler::handle(std::string_view method, std::string_view path,
     else req.api = std::string(route->verb);
     ModelSpec spec = make_spec(*route, req);
 
-    if (req.api == "status") {
+    if (req.api == "load" || req.api == "unload") {
+      if (!admin_)
+        throw ServingError(Code::Unimplemented, "[rest :" + req.api + "] this server does not accept model management calls");
+      if (spec.version || !spec.label.empty())
+        throw ServingError(Code::InvalidArgument, "[rest :" + req.api + "] takes the model's name only, not a version or "
+                                                  "label: POST /v1/models/<name>:" + req.api);
+      if (req.api == "load") {
+        response.body = write_status_response(admin_->load(parse_load_request(body, spec.name)));
+      } else {
+        admin_->unload(spec.name);
+        response.body = "{}";
+      }
+    } else if (req.api == "status") {
       response.body = write_status_response(manager_.status(spec));
     } else {
       ServableHandle servable = manager_.get(spec);
@@ -211,16 +227,30 @@ RestResponse RestHandler::handle(std::string_view method, std::string_view path,
       if (req.api == "metadata") {
         response.body = write_metadata_response(*servable);
       } else if (req.api == "predict") {
-        PredictRequestJson parsed = parse_predict_request(body, [&](const std::string& signature) {
-          return find_signature(*servable, signature).inputs();
-        });
+        PredictRequestJson parsed;
+        if (names_binary_media_type(headers.content_type)) {
+          PredictRequestBinary binary = parse_binary_predict_request(body);
+          parsed.signature_name = std::move(binary.signature_name);
+          parsed.inputs = std::move(binary.inputs);
+        } else {
+          parsed = parse_predict_request(body, [&](const std::string& signature) {
+            return find_signature(*servable, signature).inputs();
+          });
+        }
         auto run_start = std::chrono::steady_clock::now();
         auto outputs = run_predict(servable, parsed.signature_name, parsed.inputs, {}, runner_);
         if (metrics_)
           metrics_->record_runtime(req.model, req.api,
                                    std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - run_start)
                                        .count());
-        response.body = write_predict_response(outputs, parsed.row_format);
+        if (names_binary_media_type(headers.accept)) {
+          const std::string& key = parsed.signature_name;
+          response.body = write_binary_predict_response(
+              servable->name, servable->version, key.empty() ? std::string(io::kDefaultServingSignatureKey) : key, outputs);
+          response.content_type = std::string(kBinaryTensorMediaType);
+        } else {
+          response.body = write_predict_response(outputs, parsed.row_format);
+        }
       } else {
         ExamplesRequestJson parsed = parse_examples_request(body);
         auto run_start = std::chrono::steady_clock::now();
@@ -240,10 +270,12 @@ RestResponse RestHandler::handle(std::string_view method, std::string_view path,
     code = code_of(e);
     response.status = http_status(code);
     response.body = write_error(e.what());
+    response.content_type = "application/json";
   } catch (...) {
     code = Code::Internal;
     response.status = 500;
     response.body = write_error("[rest] unknown exception");
+    response.content_type = "application/json";
   }
   if (metrics_ && routed && !req.model.empty()) {
     double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();

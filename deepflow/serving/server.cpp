@@ -23,6 +23,7 @@ struct ModelServer::Impl {
   Metrics metrics;
   std::unique_ptr<Batcher> batcher;
   std::unique_ptr<ModelManager> manager;
+  std::unique_ptr<ModelAdmin> admin;  // run-time load/unload (REST) and config reloads (gRPC)
   SignatureRunner runner = run_signature_directly;
   std::unique_ptr<RestHandler> rest;
   std::unique_ptr<httplib::Server> http;
@@ -159,13 +160,14 @@ void ModelServer::start() {
   };
   s.manager = std::make_unique<ModelManager>(s.options.config, std::move(mo));
   s.manager->start();
-  s.rest = std::make_unique<RestHandler>(*s.manager, s.runner, &s.metrics);
+  s.admin = std::make_unique<ModelAdmin>(*s.manager);
+  s.rest = std::make_unique<RestHandler>(*s.manager, s.runner, &s.metrics, s.admin.get());
 
   if (s.options.grpc_port != 0) {
     GrpcOptions go;
     go.address = s.options.host + ":" + std::to_string(s.options.grpc_port < 0 ? 0 : s.options.grpc_port);
-    std::function<void(const ServerConfig&)> reload = [manager = s.manager.get()](const ServerConfig& config) {
-      manager->reload_config(config);
+    std::function<void(const ServerConfig&)> reload = [admin = s.admin.get()](const ServerConfig& config) {
+      admin->reload(config);
     };
     s.grpc = std::make_unique<GrpcServer>(*s.manager, s.runner, &s.metrics, go, reload);
     s.grpc->start();
@@ -197,9 +199,11 @@ void ModelServer::Impl::start_http() {
   http->set_write_timeout(timeout_s, timeout_us);
 
   auto reply = [this](std::string_view method, const httplib::Request& req, httplib::Response& res) {
-    RestResponse r = rest->handle(method, raw_path(req), req.body);
+    const std::string content_type = req.get_header_value("Content-Type");
+    const std::string accept = req.get_header_value("Accept");
+    RestResponse r = rest->handle(method, raw_path(req), req.body, {.content_type = content_type, .accept = accept});
     res.status = r.status;
-    res.set_content(std::move(r.body), "application/json");
+    res.set_content(std::move(r.body), r.content_type);
   };
   auto metrics_or_rest = [this, reply](std::string_view method, const httplib::Request& req, httplib::Response& res) {
     if (options.monitoring.enable && raw_path(req) == options.monitoring.path) {
@@ -305,6 +309,7 @@ void ModelServer::Impl::finish() {
   rest.reset();
   http.reset();
   grpc.reset();
+  admin.reset();
   manager.reset();  // unloads every version
 }
 
