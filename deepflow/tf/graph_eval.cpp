@@ -237,7 +237,7 @@ Values import_while(NodeContext& c) {
   std::vector<size_t> dense;
   TensorList init;
   for (size_t i = 0; i < vars.size(); ++i) {
-    if (vars[i].variable) continue;
+    if (vars[i].variable || vars[i].table) continue;
     DF_CHECK(vars[i].tensor.defined(), "[tf::import] ", c.describe(), ": loop variable ", i,
              " must be a tensor or a resource");
     dense.push_back(i);
@@ -285,6 +285,22 @@ Values Body::evaluate(const NodeDef& n) {
     }
     Value v;
     v.variable = var;
+    return {v};
+  }
+  if (op == "HashTableV2") {
+    BodyNodeContext c(shared_, n, find_op_def(op), {}, path_);
+    const std::string container = c.attr_string("container"), shared_name = c.attr_string("shared_name");
+    const std::string key = (container.empty() ? "localhost" : container) + "/" +
+                            (shared_name.empty() || c.attr_bool("use_node_name_sharing") ? n.name() : shared_name);
+    auto& table = shared_.tables[key];
+    if (!table) {
+      table = std::make_shared<LookupTable>();
+      table->name = key;
+      table->key_dtype = c.attr_type("key_dtype");
+      table->value_dtype = c.attr_type("value_dtype");
+    }
+    Value v;
+    v.table = table;
     return {v};
   }
   if (shared_.functions.count(op)) return call_function(shared_, op, inputs, path_ + n.name() + "/");

@@ -32,6 +32,8 @@ struct ImportShared {
   std::map<std::string, const tensorflow::FunctionDef*> functions;
   /// Variables by (container or "localhost") + "/" + shared_name, made by VarHandleOp.
   std::map<std::string, std::shared_ptr<Variable>> variables;
+  /// Lookup tables by container + "/" + shared_name (or node name), made by HashTableV2.
+  std::map<std::string, std::shared_ptr<LookupTable>> tables;
   /// RestoreV2: reads a tensor by checkpoint key from the prefix it is given.
   std::function<Tensor(const std::string& prefix, const std::string& key)> restore;
   /// Variable reads give the variable's value at trace time, a constant the graph passes

@@ -33,12 +33,22 @@ class TensorProto;
 
 namespace deepflow::tf {
 
+/// A TensorFlow lookup table (HashTableV2), filled by its initializer when the model loads
+/// (the __saved_model_init_op): keys and values as concrete tensors.
+struct LookupTable {
+  std::string name;
+  DType key_dtype = DType::String, value_dtype = DType::Int64;
+  Tensor keys, values;
+};
+
 /// What one output of a TF node stands for while importing.
 struct Value {
   /// A dense tensor: concrete (known at import time) or symbolic (traced).
   Tensor tensor;
   /// DT_RESOURCE: the variable a VarHandleOp (or a captured argument) names.
   std::shared_ptr<Variable> variable;
+  /// DT_RESOURCE: the lookup table a HashTableV2 names.
+  std::shared_ptr<LookupTable> table;
   /// An integer shape vector partly known at import time: its elements, -1 where unknown
   /// (tensor then holds the traced value). Set by Shape and the integer ops on it.
   std::optional<std::vector<int64_t>> partial;
@@ -62,7 +72,8 @@ struct Value {
   Value() = default;
   Value(Tensor t) : tensor(std::move(t)) {}  // NOLINT: most importers return tensors
   bool defined() const {
-    return tensor.defined() || variable != nullptr || partial.has_value() || pending_list != nullptr;
+    return tensor.defined() || variable != nullptr || table != nullptr || partial.has_value() ||
+           pending_list != nullptr;
   }
 };
 using Values = std::vector<Value>;

@@ -189,6 +189,20 @@ void restore_variables(TfSavedModel::State& st) {
   st.readers.clear();  // the variables hold their values now
 }
 
+// The loader's init step, as TF's: the __saved_model_init_op signature's node (it fills
+// lookup tables, from asset files whose paths are fed to their placeholders).
+void run_init_op(TfSavedModel::State& st) {
+  auto it = st.meta->signature_def().find(kInitOpKey);
+  if (it == st.meta->signature_def().end() || it->second.outputs().empty()) return;
+  const std::string node = it->second.outputs().begin()->second.name();
+  std::map<std::string, Value> feeds;
+  for (const auto& a : st.meta->asset_file_def()) {
+    feeds[a.tensor_info().name()] = Value(string_scalar((fs::path(st.dir) / "assets" / a.filename()).string()));
+  }
+  BuildScopeGuard eager(nullptr);
+  detail::evaluate_graph(st.shared, st.meta->graph_def(), feeds, {"^" + node.substr(0, node.find(':'))});
+}
+
 }  // namespace
 
 bool is_tf_saved_model(const std::string& dir) {
@@ -222,6 +236,7 @@ TfSavedModel load_tf_saved_model(const std::string& dir, const std::vector<std::
   st->tf_version = st->meta->meta_info_def().tensorflow_version();
   st->shared.add_library(st->meta->graph_def().library());
   restore_variables(*st);
+  run_init_op(*st);
   for (const auto& [key, sig] : st->meta->signature_def()) {
     if (key == kInitOpKey) continue;
     st->signatures.emplace(key, make_signature(st, key, sig));

@@ -72,8 +72,6 @@ json read_json(const fs::path& p) {
 // What the importer does not take yet, each with the error it must give (so a fix, or a
 // different failure, is noticed): (model, test) -> (error text, reason).
 const std::map<std::pair<std::string, std::string>, std::pair<std::string, std::string>> kKnownFailures = {
-    {{"vocab_lookup", "SavedModel"}, {"HashTableV2", "lookup tables (HashTableV2, LookupTableFindV2) are not imported yet"}},
-    {{"vocab_lookup", "CommandLine"}, {"HashTableV2", "lookup tables are not imported yet"}},
     {{"control_flow", "Frozen"}, {"TF1 loops", "TF1 control flow (Switch/Merge/Enter/Exit) in frozen graphs is not imported"}},
 };
 
