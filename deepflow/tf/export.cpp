@@ -71,8 +71,8 @@ void publish(const fs::path& tmp, const fs::path& dir, bool overwrite) {
 
 }  // namespace
 
-void save_tf_saved_model(const std::string& dir, const std::vector<io::SignatureSpec>& signatures,
-                         const io::SaveOptions& options) {
+std::vector<std::string> save_tf_saved_model(const std::string& dir, const std::vector<io::SignatureSpec>& signatures,
+                                             const io::SaveOptions& options) {
   DF_CHECK(!dir.empty(), "[tf::export] empty directory name");
   DF_CHECK(!signatures.empty(), "[tf::export] ", dir, ": no signatures to save");
   DF_CHECK(options.assets.empty(), "[tf::export] ", dir, ": assets are not written in TensorFlow's format yet");
@@ -121,6 +121,9 @@ void save_tf_saved_model(const std::string& dir, const std::vector<io::Signature
     fs::remove_all(tmp, ec);
     throw;
   }
+  std::vector<std::string> extra_names;
+  for (const Variable& v : options.extra_variables) extra_names.push_back(vars.local_names[size_t(vars.index(v))]);
+  return extra_names;
 }
 
 std::vector<std::string> tf_exportable_primitives() {

@@ -46,8 +46,10 @@ namespace deepflow::tf {
 /// Writes `signatures` as a TensorFlow SavedModel in `dir` (see the file comment). From
 /// `options` it takes tags, overwrite and extra_variables (saved and restored with the
 /// others); assets and object metadata are not written (an error when assets are given).
-/// The directory is written under a temporary sibling and renamed into place.
-void save_tf_saved_model(const std::string& dir, const std::vector<io::SignatureSpec>& signatures,
+/// The directory is written under a temporary sibling and renamed into place. Returns the
+/// object name (root child and VarHandleOp shared_name) of each of options.extra_variables.
+/// register_tf_saved_model_format() makes this io::save_saved_model's format "TensorFlow".
+std::vector<std::string> save_tf_saved_model(const std::string& dir, const std::vector<io::SignatureSpec>& signatures,
                          const io::SaveOptions& options = {});
 
 /// The deepflow primitives (serialized names: "matmul", "conv2d", ...) that the exporter

@@ -149,8 +149,9 @@ pb::SavedModel build_tf_saved_model(const std::vector<io::SignatureSpec>& signat
     auto* shapes = (*fd->mutable_attr())["_input_shapes"].mutable_list();
     for (size_t k = 0; k < n_in; ++k) {
       const size_t i = in_order[k];
-      std::string a = clean_arg_name(in_keys[i], "input_" + std::to_string(i));
-      while (!used_args.insert(a).second) a += "_" + std::to_string(i);
+      const std::string index = std::to_string(i);
+      std::string a = clean_arg_name(in_keys[i], "input_" + index);
+      while (!used_args.insert(a).second) a.append("_").append(index);
       arg_names[i] = a;
       const TensorType& t = g.node(g.inputs[i]).outputs.at(0);
       auto* arg = sig->add_input_arg();
