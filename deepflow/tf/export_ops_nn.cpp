@@ -78,14 +78,17 @@ void fused_matmul(NodeExport& e) {
 
 std::vector<int64_t> nhwc4(const std::vector<int64_t>& hw) { return {1, hw.at(0), hw.at(1), 1}; }
 
+// deepflow's {top, bottom, left, right} as TF's 8 NHWC ints {0, 0, top, bottom, left, right, 0, 0}.
 void set_padding(NodeExport& e, pb::NodeDef* n) {
   const std::string padding = e.attr_string("padding");
   set_string(n, "padding", padding);
-  if (padding == "EXPLICIT") {
-    const AttrValue* p = e.node.attrs.find("explicit_paddings");
-    DF_CHECK(p != nullptr, e.describe(), ": padding EXPLICIT without explicit_paddings");
-    set_ints(n, "explicit_paddings", std::get<std::vector<int64_t>>(*p));
-  }
+  if (padding != "EXPLICIT") return;
+  const AttrValue* a = e.node.attrs.find("explicit_paddings");
+  DF_CHECK(a != nullptr, e.describe(), ": padding EXPLICIT without explicit_paddings");
+  const auto& p = std::get<std::vector<int64_t>>(*a);
+  DF_CHECK(p.size() == 4, e.describe(), ": explicit_paddings must be {top, bottom, left, right}, got ",
+           attr_to_string(*a));
+  set_ints(n, "explicit_paddings", {0, 0, p[0], p[1], p[2], p[3], 0, 0});
 }
 
 // Conv2D, or DepthwiseConv2dNative when every group has one input channel (the filter
@@ -133,8 +136,7 @@ void pool(NodeExport& e) {
   set_string(n, "data_format", "NHWC");
   const std::string padding = e.attr_string("padding");
   DF_CHECK(max || padding != "EXPLICIT", e.describe(), ": AvgPool has no EXPLICIT padding in TensorFlow");
-  set_string(n, "padding", padding);
-  if (padding == "EXPLICIT") set_ints(n, "explicit_paddings", e.attr_ints("explicit_paddings"));
+  set_padding(e, n);
   e.out = {n->name() + ":output:0"};
 }
 

@@ -14,6 +14,7 @@
 #include "deepflow/core/error.h"
 #include "deepflow/core/random.h"
 #include "deepflow/io/npy.h"
+#include "deepflow/ops/fused.h"
 #include "deepflow/ops/ops.h"
 #include "deepflow/tf/export.h"
 #include "deepflow/tf/saved_model.h"
@@ -123,6 +124,35 @@ TEST(TfExport, CnnRunsInTensorFlow) {
       },
       {.input_signature = Signature{{DType::Float32, {-1, 9, 9, 3}}}});
   check_model("cnn", f.get_concrete_function(), {"image"}, {"prob", "flag"}, {random_normal({2, 9, 9, 3})});
+}
+
+// The fused kernels deepflow's passes make (written as the TF ops they fuse), layer norm,
+// a rank-2 batch norm, and shape and indexing ops.
+TEST(TfExport, FusedKernelsAndShapeOpsRunInTensorFlow) {
+  set_random_seed(13);
+  Variable wm(random_normal({6, 5}), "fused/kernel"), bm(random_normal({5}), "fused/bias");
+  Variable kc(random_normal({3, 3, 2, 4}, 0, 0.3), "fconv/kernel"), bc(random_normal({4}), "fconv/bias");
+  Variable kd(random_normal({3, 3, 1, 4}, 0, 0.3), "fdw/kernel");
+  Variable g(random_uniform({5}, 0.5, 1.5), "ln/gamma"), b(random_normal({5}), "ln/beta");
+  Function f = function(
+      [&](const TensorList& xs) {
+        // xs[0] [n, 6], xs[1] [n, 6, 6, 2]
+        Tensor h = fused_matmul(xs[0], wm.value(), bm.value(), false, false, "gelu");
+        h = layer_normalization(h, g.value(), b.value());
+        h = fused_batch_norm(h, g.value(), b.value(), b.value() * 0.1, g.value(), 1e-3, false).y;
+        h = fused_elementwise({h, bm.value()}, "$0 $1 add #0.5 mul sigmoid");
+        Tensor img = fused_conv2d(xs[1], kc.value(), bc.value(),
+                                  {.padding = "EXPLICIT", .explicit_paddings = {1, 1, 0, 2}, .activation = "relu6"});
+        Tensor dw = fused_conv2d(img, kd.value(), Tensor(), {.padding = "SAME", .activation = "leaky_relu"}, img);
+        Tensor cut = strided_slice(dw, {0, 1, 0, 0}, {0, -1, 0, 0}, {1, 2, 1, 1}, 0b1101, 0b1101);
+        Tensor padded = pad(slice(cut, {0, 0, 0, 1}, {-1, -1, -1, 2}), {{0, 0}, {1, 0}, {0, 1}, {0, 0}});
+        Tensor picked = gather(tile(h, {1, 2}), constant(std::vector<int32_t>{3, 0, 7}), 1);
+        Tensor best = cast(argmax(reduce_sum(padded, {1, 2}), 1), DType::Float32);
+        return TensorList{picked, padded, best, maximum(h, minimum(h * 2.0, exp(h)))};
+      },
+      {.input_signature = Signature{{DType::Float32, {-1, 6}}, {DType::Float32, {-1, 6, 6, 2}}}});
+  check_model("fused", f.get_concrete_function(), {"features", "image"}, {"picked", "padded", "best", "mixed"},
+              {random_normal({3, 6}), random_normal({3, 6, 6, 2})});
 }
 
 TEST(TfExport, UnmappedOpIsNamed) {
