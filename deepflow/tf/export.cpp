@@ -8,12 +8,16 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <unistd.h>
 
 #include "deepflow/core/error.h"
 #include "deepflow/tf/checkpoint.h"
 #include "deepflow/tf/export_graph.h"
 #include "deepflow/tf/export_internal.h"
+#include "tensorflow/fingerprint.pb.h"
 #include "tensorflow/trackable_object_graph.pb.h"
 
 namespace deepflow::tf {
@@ -69,6 +73,33 @@ void publish(const fs::path& tmp, const fs::path& dir, bool overwrite) {
   fs::remove_all(old, ec);
 }
 
+// FNV-1a, 64 bits: the fingerprint's hashes (TensorFlow computes FarmHash64 over its own
+// regularized forms; loaders only log them, as the model's identity).
+uint64_t hash64(std::string_view bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// fingerprint.pb: FingerprintDef over the pieces tf.saved_model.save hashes.
+std::string fingerprint(const tensorflow::SavedModel& sm, const std::string& pb_bytes, const std::string& index) {
+  const tensorflow::MetaGraphDef& mg = sm.meta_graphs(0);
+  std::string graph, sigs, sog;
+  mg.graph_def().SerializeToString(&graph);
+  for (const auto& [key, sd] : std::map<std::string, tensorflow::SignatureDef>(mg.signature_def().begin(),
+                                                                              mg.signature_def().end()))
+    sigs += key + sd.SerializeAsString();
+  mg.object_graph_def().SerializeToString(&sog);
+  tensorflow::FingerprintDef f;
+  f.set_saved_model_checksum(hash64(pb_bytes));
+  f.set_graph_def_program_hash(hash64(graph));
+  f.set_signature_def_hash(hash64(sigs));
+  f.set_saved_object_graph_hash(hash64(sog));
+  f.set_checkpoint_hash(hash64(index));
+  f.mutable_version()->set_producer(1);
+  return f.SerializeAsString();
+}
+
 }  // namespace
 
 std::vector<std::string> save_tf_saved_model(const std::string& dir, const std::vector<io::SignatureSpec>& signatures,
@@ -113,6 +144,12 @@ std::vector<std::string> save_tf_saved_model(const std::string& dir, const std::
       w.finish();
     }
     write_file(tmp / "saved_model.pb", pb_bytes);
+    std::string index;
+    {
+      std::ifstream in(checkpoint_index_path((tmp / "variables" / "variables").string()), std::ios::binary);
+      index.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    write_file(tmp / "fingerprint.pb", fingerprint(sm, pb_bytes, index));
     fsync_dir(tmp / "variables");
     fsync_dir(tmp);
     publish(tmp, final_dir, options.overwrite);

@@ -29,6 +29,8 @@
 //   variables/variables.{index,data-00000-of-00001}
 //                     TF's checkpoint: "<escaped variable name>/.ATTRIBUTES/VARIABLE_VALUE"
 //                     and _CHECKPOINTABLE_OBJECT_GRAPH
+//   fingerprint.pb    FingerprintDef (its hashes are FNV-1a of the pieces TF hashes, not TF's
+//                     FarmHash: TensorFlow only logs them)
 //   assets/           (empty)
 //
 // The functions are written as traced (ConcreteFunction::graph()); deepflow primitives map
