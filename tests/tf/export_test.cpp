@@ -155,6 +155,52 @@ TEST(TfExport, FusedKernelsAndShapeOpsRunInTensorFlow) {
               {random_normal({3, 6}), random_normal({3, 6, 6, 2})});
 }
 
+// Two signatures sharing a variable; keys out of sorted order (TF flattens keyword
+// arguments and dict outputs by sorted key); an int32 input and output.
+TEST(TfExport, TwoSignaturesWithUnsortedKeys) {
+  set_random_seed(17);
+  Variable w(random_normal({3}), "shared/w");
+  Function f = function(
+      [&](const TensorList& xs) {
+        // xs[0] "zeta" [n, 3] float, xs[1] "alpha" [n] int32
+        Tensor a = cast(xs[1], DType::Float32);
+        Tensor y = xs[0] * w.value() - reshape(a, {-1, 1});
+        return TensorList{y, xs[1] + constant(std::vector<int32_t>{1}), reduce_sum(y, {1})};
+      },
+      {.input_signature = Signature{{DType::Float32, {-1, 3}}, {DType::Int32, {-1}}}});
+  Function g = function([&](const TensorList& xs) { return TensorList{xs[0] + w.value()}; },
+                        {.input_signature = Signature{{DType::Float32, {-1, 3}}}});
+  const fs::path dir = fresh_dir("two");
+  tf::save_tf_saved_model(dir.string(), {{.fn = f.get_concrete_function(), .input_names = {"zeta", "alpha"},
+                                          .output_names = {"y_out", "next", "a_sum"}},
+                                         {.key = "add_w", .fn = g.get_concrete_function(), .input_names = {"x"}}});
+  const Tensor x = random_normal({4, 3});
+  const Tensor n = constant(std::vector<int32_t>{1, -2, 3, 0});
+  const TensorList want = f.get_concrete_function()({x, n});
+  const Tensor want_g = g.get_concrete_function()({x}).at(0);
+  tf::TfSavedModel back = tf::load_tf_saved_model(dir.string());
+  const auto ours = back.signature("serving_default")({{"zeta", x}, {"alpha", n}});
+  expect_close(ours.at("y_out"), want[0], "round trip y_out");
+  expect_close(ours.at("next"), want[1], "round trip next");
+  expect_close(ours.at("a_sum"), want[2], "round trip a_sum");
+  expect_close(back.signature("add_w")({{"x", x}}).at("output_0"), want_g, "round trip add_w");
+
+  const fs::path out = dir.string() + "_out", out_g = dir.string() + "_out_g";
+  if (!run_tf(dir, "serving_default", {{"zeta", x}, {"alpha", n}}, out))
+    DEEPFLOW_ORACLE_MISSING("TensorFlow 2.21 (make peers) is missing");
+  ASSERT_TRUE(run_tf(dir, "add_w", {{"x", x}}, out_g));
+  for (const std::string prefix : {"", "session_"}) {
+    expect_close(io::read_npy((out / (prefix + "y_out.npy")).string()), want[0], prefix + "y_out");
+    const Tensor next = io::read_npy((out / (prefix + "next.npy")).string());
+    EXPECT_EQ(next.dtype(), DType::Int32);
+    expect_close(next, want[1], prefix + "next");
+    expect_close(io::read_npy((out / (prefix + "a_sum.npy")).string()), want[2], prefix + "a_sum");
+    expect_close(io::read_npy((out_g / (prefix + "output_0.npy")).string()), want_g, prefix + "add_w");
+  }
+  std::error_code ec;
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir.parent_path(), ec);
+}
+
 TEST(TfExport, UnmappedOpIsNamed) {
   Function f = function([](const TensorList& xs) { return TensorList{random_uniform_like(xs[0])}; },
                         {.input_signature = Signature{{DType::Float32, {2}}}});
