@@ -11,9 +11,7 @@
 #include "deepflow/tf/export_graph.h"
 #include "deepflow/tf/export_internal.h"
 #include "deepflow/tf/export_saver.h"
-#include "deepflow/tf/object_graph.h"
 #include "tensorflow/saved_model.pb.h"
-#include "tensorflow/trackable_object_graph.pb.h"
 
 namespace deepflow::tf::detail {
 
@@ -61,24 +59,6 @@ void set_function_spec(pb::FunctionSpec* spec, const std::vector<std::string>& k
 }
 
 }  // namespace
-
-void ExportVariables::add(const Variable& v) {
-  if (by_id.count(v.id())) return;
-  std::string name = v.name().empty() ? "Variable" : v.name();
-  const std::string base = name;
-  for (int k = 1; std::find(local_names.begin(), local_names.end(), name) != local_names.end(); ++k)
-    name = base + "_" + std::to_string(k);
-  by_id[v.id()] = int(list.size());
-  list.push_back(v);
-  local_names.push_back(name);
-}
-
-void ExportVariables::finish() {
-  ObjectGraphBuilder b;
-  keys.clear();
-  for (const std::string& n : local_names) keys.push_back(b.add_variable({n}));
-  DF_CHECK(b.graph().SerializeToString(&object_graph), "[tf::export] cannot serialize the object graph");
-}
 
 pb::SavedModel build_tf_saved_model(const std::vector<io::SignatureSpec>& signatures, const io::SaveOptions& options,
                                     ExportVariables& vars) {

@@ -87,9 +87,11 @@ struct NodeExport {
 };
 
 using ExportFn = void (*)(NodeExport& e);
-/// The per-primitive table (export_ops_math.cpp, export_ops_nn.cpp); absent: unmapped.
+/// The per-primitive table (export_ops_math.cpp, export_ops_array.cpp, export_ops_nn.cpp);
+/// absent: unmapped.
 const std::map<OpId, ExportFn>& export_table();
 void add_math_ops(std::map<OpId, ExportFn>& t);
+void add_array_ops(std::map<OpId, ExportFn>& t);
 void add_nn_ops(std::map<OpId, ExportFn>& t);
 
 /// Applies a fused activation ("relu", "relu6", "clip", "elu", "leaky_relu", "sigmoid",

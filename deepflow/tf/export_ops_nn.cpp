@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The TensorFlow export table, part 2: matrix products, convolutions (grouped ones with one
+// The TensorFlow export table, part 3: matrix products, convolutions (grouped ones with one
 // input channel per group as DepthwiseConv2dNative), pooling, normalization, and the fused
 // kernels deepflow's passes make (written as the TF ops they fuse). Everything is NHWC.
 #include <numbers>
@@ -218,6 +218,7 @@ const std::map<OpId, ExportFn>& export_table() {
   static const std::map<OpId, ExportFn> table = [] {
     std::map<OpId, ExportFn> t;
     add_math_ops(t);
+    add_array_ops(t);
     add_nn_ops(t);
     return t;
   }();

@@ -1,11 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// The TensorFlow exporter's save and restore functions: what saver_def names, so that TF's
+// The TensorFlow exporter's variables (object names, checkpoint keys) and its save and
+// restore functions: what saver_def names, so that TF's
 // C++ session loader and TF Serving restore the variables (RestoreV2 + AssignVariableOp),
 // and a session can save them again (SaveV2), as tf.saved_model.save writes them.
+#include <algorithm>
+
+#include "deepflow/core/error.h"
 #include "deepflow/tf/checkpoint.h"
 #include "deepflow/tf/dtype.h"
+#include "deepflow/tf/export_graph.h"
 #include "deepflow/tf/export_internal.h"
 #include "deepflow/tf/export_saver.h"
+#include "deepflow/tf/object_graph.h"
+#include "tensorflow/trackable_object_graph.pb.h"
 
 namespace deepflow::tf::detail {
 
@@ -45,6 +52,24 @@ Tensor strings(const std::vector<std::string>& v) {
 }
 
 }  // namespace
+
+void ExportVariables::add(const Variable& v) {
+  if (by_id.count(v.id())) return;
+  std::string name = v.name().empty() ? "Variable" : v.name();
+  const std::string base = name;
+  for (int k = 1; std::find(local_names.begin(), local_names.end(), name) != local_names.end(); ++k)
+    name = base + "_" + std::to_string(k);
+  by_id[v.id()] = int(list.size());
+  list.push_back(v);
+  local_names.push_back(name);
+}
+
+void ExportVariables::finish() {
+  ObjectGraphBuilder b;
+  keys.clear();
+  for (const std::string& n : local_names) keys.push_back(b.add_variable({n}));
+  DF_CHECK(b.graph().SerializeToString(&object_graph), "[tf::export] cannot serialize the object graph");
+}
 
 void write_restore_function(pb::FunctionDef* fd, const std::string& name, const std::vector<Variable>& vars,
                             const std::vector<std::string>& keys) {
