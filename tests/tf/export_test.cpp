@@ -6,9 +6,12 @@
 // session loader on the same inputs. deepflow's own TF importer loads them back too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <unistd.h>
 
 #include "deepflow/core/error.h"
@@ -86,6 +89,11 @@ void check_model(const std::string& name, const ConcreteFunction& fn, const std:
       expect_close(io::read_npy(p.string()), want[j], name + " TensorFlow " + prefix + out_names[j]);
     }
   }
+  // saver_def's save function wrote every variable and the object graph.
+  std::ifstream keys(out / "saved_keys.txt");
+  std::string all((std::istreambuf_iterator<char>(keys)), std::istreambuf_iterator<char>());
+  EXPECT_NE(all.find("_CHECKPOINTABLE_OBJECT_GRAPH\n"), std::string::npos) << all;
+  EXPECT_EQ(std::count(all.begin(), all.end(), '\n'), int64_t(back.variables().size()) + 1) << all;
   std::error_code ec;
   if (!::testing::Test::HasFailure()) fs::remove_all(dir.parent_path(), ec);  // kept for a look when it fails
 }

@@ -6,7 +6,8 @@
 Writes OUT_DIR/<output key>.npy from tf.saved_model.load(MODEL_DIR).signatures[SIGNATURE],
 and OUT_DIR/session_<output key>.npy from TF1's session loader
 (tf.compat.v1.saved_model.loader.load: restore through saver_def, feed and fetch the
-signature_def's tensor names), the way TF Serving runs a model.
+signature_def's tensor names), the way TF Serving runs a model; then saves the variables
+through saver_def's save tensor and lists the checkpoint's keys in OUT_DIR/saved_keys.txt.
 """
 import os
 import sys
@@ -36,6 +37,12 @@ def main():
         values = sess.run([sig.outputs[k].name for k in names], feed_dict=feed)
         for name, value in zip(names, values):
             np.save(os.path.join(out_dir, "session_" + name + ".npy"), value)
+        # saver_def's save tensor writes a TF checkpoint of the variables.
+        prefix = os.path.join(out_dir, "session_ckpt", "ckpt")
+        sess.run(meta.saver_def.save_tensor_name, {meta.saver_def.filename_tensor_name: prefix})
+    keys = sorted(tf.train.load_checkpoint(prefix).get_variable_to_shape_map())
+    with open(os.path.join(out_dir, "saved_keys.txt"), "w") as f:
+        f.write("\n".join(keys) + "\n")
 
 
 if __name__ == "__main__":
