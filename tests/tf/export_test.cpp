@@ -210,6 +210,10 @@ TEST(TfExport, TwoSignaturesWithUnsortedKeys) {
 }
 
 TEST(TfExport, UnmappedOpIsNamed) {
+  const std::vector<std::string> mapped = tf::tf_exportable_primitives();
+  for (const char* op : {"matmul", "conv2d", "fused_batch_norm", "max_pool", "fused_conv2d", "read_variable"})
+    EXPECT_TRUE(std::binary_search(mapped.begin(), mapped.end(), op)) << op;
+  EXPECT_FALSE(std::binary_search(mapped.begin(), mapped.end(), "random_uniform"));
   Function f = function([](const TensorList& xs) { return TensorList{random_uniform_like(xs[0])}; },
                         {.input_signature = Signature{{DType::Float32, {2}}}});
   const fs::path dir = fresh_dir("unmapped");
