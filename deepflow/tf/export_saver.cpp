@@ -78,12 +78,16 @@ void write_restore_function(pb::FunctionDef* fd, const std::string& name, const 
   FunctionWriter w(empty, fd);
   for (const auto& a : args) w.fresh(a);
   w.fresh("file_prefix");
-  const std::string names = w.constant(strings(keys), "RestoreV2/tensor_names");
-  const std::string slices = w.constant(strings(std::vector<std::string>(keys.size())), "RestoreV2/shape_and_slices");
+  // The object graph is read too, as TensorFlow does (RestoreV2 needs one tensor at least).
+  std::vector<std::string> all_keys = keys;
+  all_keys.push_back(kObjectGraphKey);
+  const std::string names = w.constant(strings(all_keys), "RestoreV2/tensor_names");
+  const std::string slices = w.constant(strings(std::vector<std::string>(all_keys.size())), "RestoreV2/shape_and_slices");
   pb::NodeDef* restore = w.add("RestoreV2", "RestoreV2", {"file_prefix", names, slices});
   restore->set_device("/device:CPU:0");
   std::vector<int> dtypes;
   for (const Variable& v : vars) dtypes.push_back(tf_dtype(v.dtype()));
+  dtypes.push_back(pb::DT_STRING);
   set_types(restore, "dtypes", dtypes);
   std::vector<std::string> assigns;
   for (size_t i = 0; i < vars.size(); ++i) {

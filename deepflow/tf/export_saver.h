@@ -11,8 +11,8 @@
 
 namespace deepflow::tf::detail {
 
-/// (file_prefix, resources...) -> file_prefix: RestoreV2 of `keys`, each assigned to its
-/// variable.
+/// (file_prefix, resources...) -> file_prefix: RestoreV2 of `keys` (plus the object graph,
+/// unused), each assigned to its variable.
 void write_restore_function(tensorflow::FunctionDef* fd, const std::string& name, const std::vector<Variable>& vars,
                             const std::vector<std::string>& keys);
 /// (file_prefix, resources...) -> file_prefix: SaveV2 of the variables under `keys` and of

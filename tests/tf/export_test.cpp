@@ -209,6 +209,12 @@ TEST(TfExport, TwoSignaturesWithUnsortedKeys) {
   if (!::testing::Test::HasFailure()) fs::remove_all(dir.parent_path(), ec);
 }
 
+TEST(TfExport, FunctionWithoutVariables) {
+  Function f = function([](const TensorList& xs) { return TensorList{xs[0] * 2.0 + 1.0}; },
+                        {.input_signature = Signature{{DType::Float32, {-1, 2}}}});
+  check_model("novars", f.get_concrete_function(), {"x"}, {"y"}, {random_normal({3, 2})});
+}
+
 TEST(TfExport, UnmappedOpIsNamed) {
   const std::vector<std::string> mapped = tf::tf_exportable_primitives();
   for (const char* op : {"matmul", "conv2d", "fused_batch_norm", "max_pool", "fused_conv2d", "read_variable"})
