@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // TensorFlow-format SavedModels through the front doors: keras::save_model with
-// {.format = "TensorFlow"} (a Sequential CNN), io::save_saved_model's format option, and
+// {.format = "TensorFlow"} (a Sequential CNN trained one epoch with Adam), io::save_saved_model's format option, and
 // `deepflow onnx convert X --to saved_model DIR --format tf`; TensorFlow 2.21 runs each
 // (tests/tf/tf_run_saved_model.py) with deepflow's outputs.
 #include <gtest/gtest.h>
@@ -16,6 +16,7 @@
 #include "deepflow/io/saved_model.h"
 #include "deepflow/keras/layers.h"
 #include "deepflow/keras/model.h"
+#include "deepflow/keras/optimizers.h"
 #include "deepflow/ops/ops.h"
 #include "deepflow/tf/saved_model.h"
 #include "oracle.h"
@@ -77,6 +78,12 @@ TEST(TfExportKeras, SequentialCnnSavedInTensorFlowFormat) {
                             layers::Activation("relu6"), layers::MaxPooling2D(2), layers::Flatten(),
                             layers::Dense(3, {.activation = "softmax", .name = "head"})},
       "tf_cnn");
+  // Trained a little: batch norm's moving statistics move, and the optimizer's variables
+  // (iterations, slots) are saved with the weights.
+  model->compile({.optimizer = optimizers::Adam({.learning_rate = 0.01}), .loss = {"sparse_categorical_crossentropy"}});
+  const Tensor train_x = random_normal({16, 10, 10, 3}, 0, 1, DType::Float32, 3);
+  const Tensor train_y = constant(std::vector<int32_t>{0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0});
+  model->fit(train_x, train_y, {.batch_size = 8, .epochs = 1, .verbose = 0});
   const Tensor x = random_normal({2, 10, 10, 3}, 0, 1, DType::Float32, 5);
   const Tensor want = (*model)(TensorList{x}, false).at(0);
   const fs::path root = fresh_dir("keras");
