@@ -155,7 +155,7 @@ void save_model(Model& model, const std::string& dir, const SaveModelOptions& op
   if (names.outputs.size() == fn.outputs().size()) spec.output_names = names.outputs;
   io::save_saved_model(dir, {spec},
                        io::SaveOptions{.object_metadata = meta.dump(), .extra_variables = all,
-                                       .overwrite = options.overwrite});
+                                       .overwrite = options.overwrite, .format = options.format});
 }
 
 namespace {

@@ -57,6 +57,11 @@ struct SaveModelOptions {
   /// description of the model, e.g. the Python class and get_config() of a subclassed
   /// model); they must not replace the keys listed in the file comment.
   std::string extra_metadata;
+  /// The SavedModel format (io::SaveOptions::format): "" is deepflow's own, which
+  /// load_model reads; "TensorFlow" writes one that tf.saved_model.load and TF Serving run
+  /// (its serving signature and the variables, no Keras config: load_model cannot rebuild
+  /// the model from it; tf::load_tf_saved_model / io::load_saved_model run it).
+  std::string format;
 };
 
 /// Writes `model` as a SavedModel directory `dir` (see the file comment). Errors name the

@@ -3,6 +3,7 @@
 // under a temporary sibling and renamed into place, so readers see either no model or a
 // complete one.
 #include "deepflow/io/saved_model.h"
+#include "deepflow/io/saved_model_formats.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -250,6 +251,13 @@ void publish(const fs::path& tmp, const fs::path& dir, bool overwrite) {
 std::vector<std::string> save_saved_model(const std::string& dir, const std::vector<SignatureSpec>& signatures,
                                           const SaveOptions& options) {
   DF_CHECK(!dir.empty(), "[save_saved_model] empty directory name");
+  if (!options.format.empty()) {
+    const SavedModelFormat* f = find_saved_model_format_by_name(options.format);
+    DF_CHECK(f != nullptr && f->save, "[save_saved_model] ", dir, ": no registered SavedModel format \"",
+             options.format, "\" can write (\"\" is deepflow's own; \"TensorFlow\" needs deepflow_tf's "
+             "register_tf_saved_model_format())");
+    return f->save(dir, signatures, options);
+  }
   fs::path final_dir = fs::path(dir).lexically_normal();
   if (final_dir.has_filename() == false) final_dir = final_dir.parent_path();
   std::error_code ec;

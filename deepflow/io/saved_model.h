@@ -88,6 +88,12 @@ struct SaveOptions {
   std::function<std::string(const std::vector<std::string>& extra_names)> object_metadata_from_names;
   /// Replace an existing non-empty directory (atomically) instead of failing.
   bool overwrite = false;
+  /// "" (the default): deepflow's own format, which io::load_saved_model reads back with
+  /// every feature above. Otherwise the name of a registered format that can write
+  /// (saved_model_formats.h): "TensorFlow" (deepflow_tf's register_tf_saved_model_format)
+  /// writes TensorFlow's own SavedModel, which tf.saved_model.load and TF Serving load
+  /// (tf/export.h; it keeps no assets or object_metadata).
+  std::string format;
 };
 
 /// Writes a SavedModel to `dir` (see the file comment). Signature keys are unique;

@@ -37,4 +37,12 @@ const SavedModelFormat* find_saved_model_format(const std::string& dir) {
   return nullptr;
 }
 
+const SavedModelFormat* find_saved_model_format_by_name(const std::string& name) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  for (const auto& f : registry()) {
+    if (f->name == name) return f.get();
+  }
+  return nullptr;
+}
+
 }  // namespace deepflow::io

@@ -28,12 +28,19 @@ struct SavedModelFormat {
   std::function<std::vector<MetaGraphInfo>(const std::string& dir)> info;
   std::function<SavedModel(const std::string& dir, const std::vector<std::string>& tags, const LoadOptions& options)>
       load;
+  /// Writes a SavedModel in this format (optional): what save_saved_model calls when
+  /// SaveOptions::format is this format's name. Returns the extra variables' saved names.
+  std::function<std::vector<std::string>(const std::string& dir, const std::vector<SignatureSpec>& signatures,
+                                         const SaveOptions& options)>
+      save;
 };
 
 /// Adds a format (once per name; a second registration of the same name is ignored).
 void register_saved_model_format(SavedModelFormat format);
 /// The first registered format that accepts `dir`, or null (deepflow's own format).
 const SavedModelFormat* find_saved_model_format(const std::string& dir);
+/// The registered format named `name` ("TensorFlow"), or null.
+const SavedModelFormat* find_saved_model_format_by_name(const std::string& name);
 
 /// One signature of a graph another format's loader built: the graph's inputs are
 /// placeholders for info.inputs and its outputs info.outputs, both in key order.

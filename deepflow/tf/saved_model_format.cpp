@@ -10,6 +10,7 @@
 #include "deepflow/core/error.h"
 #include "deepflow/io/saved_model_formats.h"
 #include "deepflow/tf/op_importer.h"
+#include "deepflow/tf/export.h"
 #include "deepflow/tf/saved_model.h"
 #include "tensorflow/meta_graph.pb.h"
 #include "tensorflow/saved_model.pb.h"
@@ -91,7 +92,8 @@ io::SavedModel tf_load(const std::string& dir, const std::vector<std::string>& t
 }  // namespace
 
 void register_tf_saved_model_format() {
-  io::register_saved_model_format({.name = "TensorFlow", .accepts = is_tf_saved_model, .info = tf_info, .load = tf_load});
+  io::register_saved_model_format(
+      {.name = "TensorFlow", .accepts = is_tf_saved_model, .info = tf_info, .load = tf_load, .save = save_tf_saved_model});
 }
 
 }  // namespace deepflow::tf

@@ -4,6 +4,7 @@
 //   deepflow onnx info model.onnx
 //   deepflow onnx run model.onnx --inputs x=x.npy,mask=m.npy --outdir /tmp/out
 //   deepflow onnx convert model.onnx --to saved_model /models/m/1
+//   deepflow onnx convert model.onnx --to saved_model /models/m/1 --format tf   # TensorFlow's format
 //   deepflow onnx convert /models/m/1 --to onnx model.onnx
 #include <filesystem>
 #include <iostream>
@@ -93,6 +94,7 @@ struct ConvertOptions {
   std::string source, to, dest;
   int64_t opset = 17;
   bool overwrite = false;
+  std::string format = "deepflow";  // of the SavedModel: deepflow's own, or "tf" (TensorFlow's)
 };
 
 // ONNX -> SavedModel: initializers become variables, keys are the ONNX names.
@@ -101,8 +103,9 @@ void to_saved_model(const ConvertOptions& o) {
   io::SignatureSpec spec{.fn = model.concrete_function()};
   for (const auto& v : model.inputs()) spec.input_names.push_back(v.name);
   for (const auto& v : model.outputs()) spec.output_names.push_back(v.name);
-  io::save_saved_model(o.dest, {spec}, {.overwrite = o.overwrite});
-  std::cout << "Converted " << o.source << " to SavedModel " << o.dest << " (signature "
+  io::save_saved_model(o.dest, {spec}, {.overwrite = o.overwrite, .format = o.format == "tf" ? "TensorFlow" : ""});
+  std::cout << "Converted " << o.source << " to " << (o.format == "tf" ? "TensorFlow " : "") << "SavedModel " << o.dest
+            << " (signature "
             << io::kDefaultServingSignatureKey << ": " << spec.input_names.size() << " inputs, "
             << spec.output_names.size() << " outputs)\n";
 }
@@ -157,6 +160,11 @@ void setup_onnx(CLI::App& app) {
   c->add_option("--to", co->to, "saved_model or onnx")->required()->check(CLI::IsMember({"saved_model", "onnx"}));
   c->add_option("--opset", co->opset, "The ONNX opset to export (13 to 17)")->capture_default_str();
   c->add_flag("--overwrite", co->overwrite, "Replace an existing destination");
+  c->add_option("--format", co->format,
+                "With --to saved_model: deepflow (our own format, the default) or tf (TensorFlow's: "
+                "tf.saved_model.load and TF Serving run it)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"deepflow", "tf"}));
   c->callback([co] { convert(*co); });
 }
 
