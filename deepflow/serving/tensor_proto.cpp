@@ -4,10 +4,12 @@
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string>
 
 #include "deepflow/serving/status.h"
+#include "deepflow/tf/dtype.h"
 #include "tensorflow/tensor.pb.h"
 
 namespace deepflow::serving {
@@ -146,37 +148,16 @@ void read_values(const Field& field, int64_t count, T* dst, const std::string& w
 }  // namespace
 
 int tf_dtype_enum(DType dtype) {
-  switch (dtype) {
-    case DType::Float32: return tensorflow::DT_FLOAT;
-    case DType::Float64: return tensorflow::DT_DOUBLE;
-    case DType::Float16: return tensorflow::DT_HALF;
-    case DType::BFloat16: return tensorflow::DT_BFLOAT16;
-    case DType::Int8: return tensorflow::DT_INT8;
-    case DType::UInt8: return tensorflow::DT_UINT8;
-    case DType::Int32: return tensorflow::DT_INT32;
-    case DType::Int64: return tensorflow::DT_INT64;
-    case DType::Bool: return tensorflow::DT_BOOL;
-    case DType::String: return tensorflow::DT_STRING;
-  }
-  throw ServingError(Code::Internal, "[tf_dtype_enum] unknown dtype " + std::to_string(int(dtype)));
+  const int t = tf::tf_dtype(dtype);
+  if (t == tensorflow::DT_INVALID)
+    throw ServingError(Code::Internal, "[tf_dtype_enum] unknown dtype " + std::to_string(int(dtype)));
+  return t;
 }
 
 const char* tf_dtype_name(DType dtype) { return tf_enum_name(tf_dtype_enum(dtype)); }
 
 DType dtype_from_tf_enum(int tf_dtype) {
-  switch (tf_dtype) {
-    case tensorflow::DT_FLOAT: return DType::Float32;
-    case tensorflow::DT_DOUBLE: return DType::Float64;
-    case tensorflow::DT_HALF: return DType::Float16;
-    case tensorflow::DT_BFLOAT16: return DType::BFloat16;
-    case tensorflow::DT_INT8: return DType::Int8;
-    case tensorflow::DT_UINT8: return DType::UInt8;
-    case tensorflow::DT_INT32: return DType::Int32;
-    case tensorflow::DT_INT64: return DType::Int64;
-    case tensorflow::DT_BOOL: return DType::Bool;
-    case tensorflow::DT_STRING: return DType::String;
-    default: break;
-  }
+  if (std::optional<DType> d = tf::dtype_from_tf(tf_dtype)) return *d;
   if (tf_dtype == tensorflow::DT_INVALID)
     throw ServingError(Code::InvalidArgument, "[dtype_from_tf_enum] the tensor has no dtype (DT_INVALID)");
   if (const char* name = tf_enum_name(tf_dtype))

@@ -280,6 +280,7 @@ std::map<std::string, Tensor> TfSignature::operator()(const std::map<std::string
 const std::string& TfSavedModel::dir() const { return state_->dir; }
 const std::vector<std::string>& TfSavedModel::tags() const { return state_->tags; }
 const std::string& TfSavedModel::tensorflow_version() const { return state_->tf_version; }
+const tensorflow::MetaGraphDef& TfSavedModel::meta_graph() const { return *state_->meta; }
 
 std::vector<std::string> TfSavedModel::signature_keys() const {
   std::vector<std::string> keys;

@@ -22,6 +22,10 @@
 #include "deepflow/function/function.h"
 #include "deepflow/ops/variable.h"
 
+namespace tensorflow {
+class MetaGraphDef;
+}  // namespace tensorflow
+
 namespace deepflow::tf {
 
 /// One signature: call it with a map from input key to tensor.
@@ -56,6 +60,8 @@ class TfSavedModel {
   std::map<std::string, Variable> variables() const;
   /// "2.21.0": the TensorFlow version that wrote the file.
   const std::string& tensorflow_version() const;
+  /// The loaded MetaGraphDef, as saved.
+  const tensorflow::MetaGraphDef& meta_graph() const;
 
   struct State;
   explicit TfSavedModel(std::shared_ptr<State> state) : state_(std::move(state)) {}

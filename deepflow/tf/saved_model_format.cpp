@@ -2,7 +2,6 @@
 // TensorFlow's SavedModels behind io::load_saved_model (io/saved_model_formats.h): the
 // description `deepflow saved_model show` prints, and loading into an io::SavedModel whose
 // signatures are the traced graphs of tf::load_tf_saved_model.
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -34,6 +33,22 @@ io::TensorInfo tensor_info(const tensorflow::TensorInfo& t) {
   return out;
 }
 
+io::MetaGraphInfo info_of(const tensorflow::MetaGraphDef& mg) {
+  io::MetaGraphInfo info;
+  info.tags.assign(mg.meta_info_def().tags().begin(), mg.meta_info_def().tags().end());
+  for (const auto& [key, sig] : mg.signature_def()) {
+    if (key == "__saved_model_init_op") continue;
+    io::SignatureInfo s;
+    s.key = key;
+    s.method_name = sig.method_name();
+    for (const auto& [k, t] : sig.inputs()) s.inputs[k] = tensor_info(t);
+    for (const auto& [k, t] : sig.outputs()) s.outputs[k] = tensor_info(t);
+    info.signatures[key] = s;
+  }
+  for (const auto& a : mg.asset_file_def()) info.assets.push_back(a.filename());
+  return info;
+}
+
 std::vector<io::MetaGraphInfo> tf_info(const std::string& dir) {
   std::ifstream in(fs::path(dir) / "saved_model.pb", std::ios::binary);
   std::stringstream bytes;
@@ -41,33 +56,13 @@ std::vector<io::MetaGraphInfo> tf_info(const std::string& dir) {
   tensorflow::SavedModel m;
   DF_CHECK(m.ParseFromString(bytes.str()), "[tf::import] ", dir, "/saved_model.pb: does not parse");
   std::vector<io::MetaGraphInfo> out;
-  for (const auto& mg : m.meta_graphs()) {
-    io::MetaGraphInfo info;
-    info.tags.assign(mg.meta_info_def().tags().begin(), mg.meta_info_def().tags().end());
-    for (const auto& [key, sig] : mg.signature_def()) {
-      if (key == "__saved_model_init_op") continue;
-      io::SignatureInfo s;
-      s.key = key;
-      s.method_name = sig.method_name();
-      for (const auto& [k, t] : sig.inputs()) s.inputs[k] = tensor_info(t);
-      for (const auto& [k, t] : sig.outputs()) s.outputs[k] = tensor_info(t);
-      info.signatures[key] = s;
-    }
-    for (const auto& a : mg.asset_file_def()) info.assets.push_back(a.filename());
-    out.push_back(std::move(info));
-  }
+  for (const auto& mg : m.meta_graphs()) out.push_back(info_of(mg));
   return out;
 }
 
 io::SavedModel tf_load(const std::string& dir, const std::vector<std::string>& tags, const io::LoadOptions& options) {
   TfSavedModel m = load_tf_saved_model(dir, tags);
-  io::MetaGraphInfo info;
-  for (io::MetaGraphInfo& mi : tf_info(dir)) {
-    std::vector<std::string> a = mi.tags, b = tags;
-    std::sort(a.begin(), a.end());
-    std::sort(b.begin(), b.end());
-    if (a == b) info = std::move(mi);
-  }
+  io::MetaGraphInfo info = info_of(m.meta_graph());
   std::vector<io::GraphSignature> sigs;
   for (const std::string& key : m.signature_keys()) {
     const TfSignature& s = m.signature(key);

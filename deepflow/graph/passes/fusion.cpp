@@ -159,13 +159,8 @@ int fold_batch_norm(Graph& g, std::vector<ValueRef>* keep) {
       bias = f64(*off) - f64(*mean) * scale;
     } else if (u.op == OpId::Mul && u.outputs[0] == conv.outputs[0]) {
       // What batch_normalization becomes once folded: conv * inv (+ shift, left as an add).
-      const ValueRef other = u.inputs[0].node == cv ? u.inputs[1] : u.inputs[0];
-      const Tensor* s = const_value(g, other);
-      if (!s || other.node == cv || (s->size() != cout && s->size() != 1)) continue;
-      bool per_channel = true;
-      for (int i = 0; i + 1 < s->rank(); ++i) per_channel &= s->dim(i) == 1;
-      if (!per_channel) continue;
-      scale = cast(reshape(*s, {s->size()}), DType::Float64);
+      scale = per_channel_operand(g, u, cv, cout);
+      if (!scale.defined()) continue;
     } else {
       continue;
     }
