@@ -153,6 +153,10 @@ struct LoadOptions {
   bool optimize = true;
   /// Passed to each signature's executor (sequential by default, as for Function).
   ExecutorOptions executor = FunctionOptions::sequential_executor();
+  /// For formats that can retrace (TensorFlow's): run a graph specialized to each call's
+  /// input shapes (io/saved_model_formats.h, GraphSignature::specialize); off: every call
+  /// runs the one graph with unknown dims.
+  bool specialize_shapes = true;
 };
 
 /// One signature of a loaded model: call it with a map from input key to tensor.
@@ -172,6 +176,9 @@ class LoadedSignature {
   /// The graph that runs (after the passes) and the graph as saved.
   const Graph& graph() const;
   const Graph& saved_graph() const;
+  /// How many input shapes run a graph specialized to them (GraphSignature::specialize:
+  /// TensorFlow's SavedModels retrace per shape); 0 for deepflow's own format.
+  size_t specialized_shapes() const;
 
   struct Impl;
   explicit LoadedSignature(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <set>
 
@@ -132,6 +134,12 @@ Variable make_variable(const Tensor& value, const std::string& name, bool traina
 
 }  // namespace
 
+// A graph ready to run: after the passes, with its executor.
+struct Prepared {
+  std::shared_ptr<Graph> run;
+  std::optional<Executor> executor;
+};
+
 struct LoadedSignature::Impl {
   SignatureInfo info;
   std::shared_ptr<Graph> saved;
@@ -139,6 +147,14 @@ struct LoadedSignature::Impl {
   std::optional<Executor> executor;
   std::map<std::string, TensorType> inputs, outputs;  // the placeholders' and values' types
   std::string where;                                  // "[SavedModel] <dir>: signature 'k'"
+  // GraphSignature::specialize and the graphs it made, by input shapes ("[1,224,224,3] ...").
+  std::function<std::shared_ptr<const Graph>(const std::vector<TensorType>&)> specialize;
+  LoadOptions options;
+  mutable std::mutex mu;        // guards specialized
+  mutable std::mutex build_mu;  // one specialization is built at a time
+  mutable std::map<std::string, std::shared_ptr<const Prepared>> specialized;
+
+  const Prepared* specialized_for(const TensorList& feeds) const;
 };
 
 struct SavedModel::State {
@@ -155,6 +171,10 @@ std::map<std::string, TensorType> LoadedSignature::outputs() const { return impl
 const SignatureInfo& LoadedSignature::info() const { return impl_->info; }
 const Graph& LoadedSignature::graph() const { return *impl_->run; }
 const Graph& LoadedSignature::saved_graph() const { return *impl_->saved; }
+size_t LoadedSignature::specialized_shapes() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->specialized.size();
+}
 
 std::map<std::string, Tensor> LoadedSignature::operator()(const std::map<std::string, Tensor>& inputs) const {
   const Impl& s = *impl_;
@@ -170,7 +190,8 @@ std::map<std::string, Tensor> LoadedSignature::operator()(const std::map<std::st
              dtype_name(t.dtype()), t.shape().to_string(), "; expected inputs: ", describe(s.inputs));
     feeds.push_back(t);
   }
-  TensorList outs = s.executor->run(feeds);
+  const Prepared* p = s.specialized_for(feeds);
+  TensorList outs = p ? p->executor->run(feeds) : s.executor->run(feeds);
   std::map<std::string, Tensor> result;
   size_t i = 0;
   for (const auto& [k, type] : s.outputs) result[k] = outs.at(i++);
@@ -226,20 +247,59 @@ bool is_saved_model_dir(const std::string& dir) {
 namespace {
 
 // The graph that runs (after the passes) and its executor.
-void prepare_run(LoadedSignature::Impl& impl, const std::shared_ptr<Graph>& g, const LoadOptions& options) {
-  impl.run = options.optimize ? optimize(*g) : g;
+Prepared prepare(const std::shared_ptr<Graph>& g, const LoadOptions& options) {
+  Prepared p;
+  p.run = options.optimize ? optimize(*g) : g;
   // As for a traced Function: stateful nodes no output needs (assigns) run on every call.
   std::vector<int> targets;
-  for (int id = 0; id < impl.run->num_nodes(); ++id) {
-    const Node& n = impl.run->node(id);
+  for (int id = 0; id < p.run->num_nodes(); ++id) {
+    const Node& n = p.run->node(id);
     if (n.def().stateful && n.op != OpId::Placeholder && n.op != OpId::ReadVariable) targets.push_back(id);
   }
   std::vector<ValueRef> feeds;
-  for (int id : impl.run->inputs) feeds.push_back({id, 0});
-  impl.executor.emplace(impl.run, std::move(feeds), impl.run->outputs, std::move(targets), options.executor);
+  for (int id : p.run->inputs) feeds.push_back({id, 0});
+  p.executor.emplace(p.run, std::move(feeds), p.run->outputs, std::move(targets), options.executor);
+  return p;
+}
+
+void prepare_run(LoadedSignature::Impl& impl, const std::shared_ptr<Graph>& g, const LoadOptions& options) {
+  Prepared p = prepare(g, options);
+  impl.run = std::move(p.run);
+  impl.executor = std::move(p.executor);
 }
 
 }  // namespace
+
+const Prepared* LoadedSignature::Impl::specialized_for(const TensorList& feeds) const {
+  if (!specialize) return nullptr;
+  std::string key;
+  bool fills_in = false;
+  size_t i = 0;
+  for (const auto& [k, type] : inputs) {
+    const Shape& shape = feeds[i++].shape();
+    fills_in = fills_in || !(type.shape == shape);
+    key += shape.to_string() + " ";
+  }
+  if (!fills_in) return nullptr;  // the graph already has these shapes
+  auto find = [&]() -> const Prepared* {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = specialized.find(key);
+    return it == specialized.end() ? nullptr : it->second.get();
+  };
+  if (const Prepared* p = find()) return p;
+  std::lock_guard<std::mutex> build(build_mu);
+  if (const Prepared* p = find()) return p;  // built while this call waited
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (specialized.size() >= kMaxSpecializations) return nullptr;
+  }
+  std::vector<TensorType> types;
+  for (const Tensor& t : feeds) types.push_back({t.dtype(), t.shape()});
+  std::shared_ptr<const Graph> g = specialize(types);
+  auto p = std::make_shared<const Prepared>(prepare(std::make_shared<Graph>(*g), options));
+  std::lock_guard<std::mutex> lock(mu);
+  return specialized.emplace(key, std::move(p)).first->second.get();
+}
 
 SavedModel make_saved_model(const std::string& dir, MetaGraphInfo info, std::map<std::string, Variable> variables,
                             const std::vector<GraphSignature>& signatures, const LoadOptions& options) {
@@ -260,6 +320,8 @@ SavedModel make_saved_model(const std::string& dir, MetaGraphInfo info, std::map
     i = 0;
     for (const auto& [k, ti] : s.info.outputs) impl->outputs[k] = s.graph->type(s.graph->outputs[i++]);
     prepare_run(*impl, std::make_shared<Graph>(*s.graph), options);
+    if (options.specialize_shapes) impl->specialize = s.specialize;
+    impl->options = options;
     state->signatures.emplace(s.info.key, LoadedSignature(std::move(impl)));
   }
   return SavedModel(std::move(state));

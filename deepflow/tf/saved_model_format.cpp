@@ -72,6 +72,10 @@ io::SavedModel tf_load(const std::string& dir, const std::vector<std::string>& t
     io::GraphSignature g;
     g.info = info.signatures.at(key);
     g.graph = f.graph_ptr();
+    // The traces read the model's state (its functions, tables), so they keep it alive.
+    g.specialize = [m, key](const std::vector<TensorType>& types) {
+      return m.signature(key).function().get_concrete_function(types).graph_ptr();
+    };
     sigs.push_back(std::move(g));
   }
   for (const auto& [name, v] : m.variables()) {

@@ -111,20 +111,26 @@ TEST_P(Corpus, CommandLineRunMatchesTensorFlow) { run("CommandLine", [&] { check
 
 void Corpus::check_saved_models() {
   int checked = 0;
+  // Each variant as served (a graph specialized to each input shape) and as saved (one
+  // graph with the unknown dims, which each call resolves).
   for (const auto& [variant, info] : io_.at("variants").items()) {
-    io::SavedModel model = io::load_saved_model((dir_ / variant).string(), info.value("tags", std::vector<std::string>{"serve"}));
-    for (const json& c : io_.at("cases")) {
-      for (const auto& [sig, by_variant] : c.at("signatures").items()) {
-        if (!by_variant.contains(variant)) continue;
-        const json& v = by_variant.at(variant);
-        std::map<std::string, Tensor> feeds;
-        for (const auto& [key, name] : v.at("feeds").items()) feeds[key] = input(c, name);
-        std::map<std::string, Tensor> out = model.signature(sig)(feeds);
-        for (const auto& [key, o] : v.at("outputs").items()) {
-          ASSERT_TRUE(out.count(key)) << variant << " " << sig << ": no output " << key;
-          EXPECT_TRUE(close(out.at(key), io::read_npy((dir_ / o.at("file").get<std::string>()).string())))
-              << GetParam() << " " << variant << " signature " << sig << " case " << c.at("name") << " output " << key;
-          ++checked;
+    for (bool specialize : {true, false}) {
+      const auto tags = info.value("tags", std::vector<std::string>{"serve"});
+      io::SavedModel model = io::load_saved_model((dir_ / variant).string(), tags, {.specialize_shapes = specialize});
+      for (const json& c : io_.at("cases")) {
+        for (const auto& [sig, by_variant] : c.at("signatures").items()) {
+          if (!by_variant.contains(variant)) continue;
+          const json& v = by_variant.at(variant);
+          std::map<std::string, Tensor> feeds;
+          for (const auto& [key, name] : v.at("feeds").items()) feeds[key] = input(c, name);
+          std::map<std::string, Tensor> out = model.signature(sig)(feeds);
+          for (const auto& [key, o] : v.at("outputs").items()) {
+            ASSERT_TRUE(out.count(key)) << variant << " " << sig << ": no output " << key;
+            EXPECT_TRUE(close(out.at(key), io::read_npy((dir_ / o.at("file").get<std::string>()).string())))
+                << GetParam() << " " << variant << (specialize ? "" : " (unspecialized)") << " signature " << sig
+                << " case " << c.at("name") << " output " << key;
+            ++checked;
+          }
         }
       }
     }

@@ -21,6 +21,8 @@
 
 #include "deepflow/io/npy.h"
 #include "deepflow/io/saved_model.h"
+#include "deepflow/io/saved_model_formats.h"
+#include "deepflow/ops/ops.h"
 #include "deepflow/tf/graph_def.h"
 #include "deepflow/tf/saved_model.h"
 #include "oracle.h"
@@ -102,6 +104,46 @@ TEST(TfSavedModel, Keras3ExportOfAnLstm) { check_model("keras_lstm"); }
 TEST(TfSavedModel, Keras3ExportOfAGru) { check_model("keras_gru"); }
 TEST(TfSavedModel, Keras3ExportOfAttention) { check_model("keras_attention"); }
 TEST(TfSavedModel, TfKerasCnn) { check_model("tf_keras_cnn"); }
+
+// What `deepflow serve` runs (io::load_saved_model): each input shape gets its own traced
+// graph, up to io::kMaxSpecializations; beyond that, calls run the graph with the unknown
+// batch. Every path gives TensorFlow's outputs.
+TEST(TfSavedModel, ServingPathSpecializesPerInputShape) {
+  const std::string& root = models_dir();
+  if (root.empty()) DEEPFLOW_ORACLE_MISSING("TensorFlow 2.21 (make peers) could not write the test SavedModels");
+  nlohmann::json index;
+  std::ifstream(fs::path(root) / "cases.json") >> index;
+  const auto& entry = index.at("keras_cnn");
+  const fs::path dir = fs::path(root) / entry.value("dir", "keras_cnn");
+  const std::string in_key = entry.at("inputs")[0], out_key = entry.at("outputs")[0];
+  tf::register_tf_saved_model_format();
+  io::SavedModel model = io::load_saved_model((dir / "saved_model").string());
+  const io::LoadedSignature& sig = model.signature(entry.at("signature"));
+  EXPECT_EQ(sig.specialized_shapes(), 0u);
+  std::vector<std::pair<Tensor, Tensor>> cases;
+  for (int k : entry.at("cases")) {
+    const std::string c = "case" + std::to_string(k);
+    cases.emplace_back(io::read_npy((dir / (c + ".in." + in_key + ".npy")).string()),
+                       io::read_npy((dir / (c + ".out." + out_key + ".npy")).string()));
+  }
+  ASSERT_GE(cases.size(), 2u);
+  ASSERT_NE(cases[0].first.shape(), cases[1].first.shape());
+  for (int round = 0; round < 2; ++round)
+    for (const auto& [x, want] : cases) expect_close(sig({{in_key, x}}).at(out_key), want, "specialized");
+  EXPECT_EQ(sig.specialized_shapes(), cases.size());  // the second round reused the graphs
+
+  // More batch sizes than the cache holds (rows of the largest case, repeated): each correct.
+  const auto& [x, y] = *std::max_element(cases.begin(), cases.end(), [](const auto& a, const auto& b) {
+    return a.first.shape()[0] < b.first.shape()[0];
+  });
+  for (int64_t b = 1; b <= int64_t(io::kMaxSpecializations) + 3; ++b) {
+    std::vector<int32_t> ids;
+    for (int64_t i = 0; i < b; ++i) ids.push_back(int32_t(i % x.shape()[0]));
+    const Tensor rows = constant(ids);
+    expect_close(sig({{in_key, gather(x, rows)}}).at(out_key), gather(y, rows), "batch " + std::to_string(b));
+  }
+  EXPECT_EQ(sig.specialized_shapes(), io::kMaxSpecializations);
+}
 
 // A TF1-style SavedModel (tf.compat.v1 builder): classify and regress signatures on
 // serialized tf.Examples (ParseExampleV2), restored by running saver_def's restore NoOp.
