@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "deepflow/core/allocator.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <new>
 #include <vector>
+
+#include "deepflow/core/error.h"
 
 namespace deepflow {
 namespace {
@@ -40,7 +43,15 @@ Cache& cache() {
 
 }  // namespace
 
+std::atomic<size_t> g_max_allocation{SIZE_MAX};
+
+void set_max_allocation_bytes(size_t nbytes) { g_max_allocation.store(nbytes, std::memory_order_relaxed); }
+size_t max_allocation_bytes() { return g_max_allocation.load(std::memory_order_relaxed); }
+
 void* cpu_allocate(size_t nbytes) {
+  const size_t limit = max_allocation_bytes();
+  DF_CHECK(nbytes <= limit, "[allocate] ", nbytes, " bytes exceed this process's limit of ", limit,
+           " bytes per tensor (set_max_allocation_bytes)");
   int cls;
   size_t sz = round_class(nbytes, &cls);
   Cache& c = cache();

@@ -33,5 +33,10 @@ void cpu_release_cached();
 AllocatorStats cpu_allocator_stats();
 /// Restarts peak tracking: peak_bytes_in_use becomes the current bytes_in_use.
 void cpu_reset_peak_stats();
+/// The largest block cpu_allocate hands out (default: no limit). A larger request throws
+/// "[allocate] ..." (a deepflow::Error) instead of asking the OS: fuzz targets set it, so
+/// that a file asking for a huge tensor is an error rather than an out-of-memory kill.
+void set_max_allocation_bytes(size_t nbytes);
+size_t max_allocation_bytes();
 
 }  // namespace deepflow

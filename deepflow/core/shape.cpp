@@ -55,7 +55,8 @@ int64_t Shape::num_elements() const {
   }
   if (zero) return 0;
   int64_t n = 1;
-  for (int i = 0; i < rank_; ++i) n *= dims_[i];
+  for (int i = 0; i < rank_; ++i)
+    DF_CHECK(!__builtin_mul_overflow(n, dims_[i], &n), "[Shape] ", to_string(), " has more than 2^63 elements");
   return n;
 }
 

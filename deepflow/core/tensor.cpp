@@ -64,8 +64,11 @@ Tensor::Tensor(const Shape& shape, DType dtype) {
   impl_->shape = shape;
   impl_->dtype = dtype;
   impl_->id = TensorImpl::next_id();
-  if (dtype == DType::String) impl_->storage = make_string_storage(size_t(shape.num_elements()));
-  else impl_->storage = std::make_shared<Storage>(size_t(shape.num_elements()) * dtype_size(dtype));
+  const size_t n = size_t(shape.num_elements());
+  const size_t item = dtype == DType::String ? sizeof(std::string) : dtype_size(dtype);
+  DF_CHECK(n <= SIZE_MAX / item, "[tensor] ", dtype_name(dtype), shape, " is too large to allocate");
+  if (dtype == DType::String) impl_->storage = make_string_storage(n);
+  else impl_->storage = std::make_shared<Storage>(n * item);
 }
 
 void* Tensor::raw_data() const {

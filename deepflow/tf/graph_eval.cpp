@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "deepflow/tf/graph_eval.h"
 
+#include <charconv>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -60,6 +61,16 @@ class Body {
     return ref.find(':') == std::string::npos ? ref + ":0" : ref;
   }
 
+  // The output index after a ':' of input string `ref`: digits only, below 2^31.
+  int output_index(const std::string& ref, size_t from) const {
+    int i = -1;
+    const char* end = ref.data() + ref.size();
+    const auto [ptr, ec] = std::from_chars(ref.data() + from, end, i);
+    DF_CHECK(ec == std::errc() && ptr == end && i >= 0, "[tf::import] ", shared_.source, ": input '", ref,
+             "' has a malformed output index");
+    return i;
+  }
+
   // (node index, flat output) of an input string; node -1 for a bound name.
   std::pair<int, int> parse(const std::string& ref) {
     if (bound_.count(ref_key(ref))) return {-1, 0};
@@ -69,11 +80,11 @@ class Body {
     DF_CHECK(it != index_.end(), "[tf::import] ", shared_.source, ": input '", ref, "' names no node or argument in ",
              path_.empty() ? std::string("the graph") : path_);
     if (c1 == std::string::npos) return {it->second, 0};
-    if (!function_body_) return {it->second, std::stoi(ref.substr(c1 + 1))};
+    if (!function_body_) return {it->second, output_index(ref, c1 + 1)};
     // "node:out_arg:i": the producing op's output-arg name, then an index within it.
     const size_t c2 = ref.find(':', c1 + 1);
     const std::string arg = ref.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
-    const int i = c2 == std::string::npos ? 0 : std::stoi(ref.substr(c2 + 1));
+    const int i = c2 == std::string::npos ? 0 : output_index(ref, c2 + 1);
     const NodeDef& n = *nodes_[size_t(it->second)];
     if (auto f = shared_.functions.find(n.op()); f != shared_.functions.end()) {
       const auto& outs = f->second->signature().output_arg();

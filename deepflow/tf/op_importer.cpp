@@ -207,15 +207,19 @@ Tensor tensor_from_tf(const tensorflow::TensorProto& p, const std::string& where
     DF_CHECK(d.size() >= 0, "[tf::import] ", where, ": a constant's shape must be known, got dim ", d.size());
     dims.push_back(d.size());
   }
-  Tensor t(Shape(dims), dt);
   const std::string& content = p.tensor_content();
   if (!content.empty()) {
+    // Checked before allocating: the shape, not the bytes, is what a corrupt file inflates.
     DF_CHECK(dt != DType::String, "[tf::import] ", where, ": a string tensor cannot use tensor_content");
-    DF_CHECK(content.size() == t.nbytes(), "[tf::import] ", where, ": tensor_content has ", content.size(),
-             " bytes, ", dtype_name(dt), Shape(dims), " needs ", t.nbytes());
+    const size_t item = dtype_size(dt);
+    DF_CHECK(content.size() % item == 0 && int64_t(content.size() / item) == Shape(dims).num_elements(),
+             "[tf::import] ", where, ": tensor_content has ", content.size(), " bytes, not what ", dtype_name(dt),
+             Shape(dims), " needs");
+    Tensor t(Shape(dims), dt);
     std::memcpy(t.raw_data(), content.data(), content.size());
     return t;
   }
+  Tensor t(Shape(dims), dt);
   switch (dt) {
     case DType::Float32: fill_from<float>(t, p.float_val()); break;
     case DType::Float64: fill_from<double>(t, p.double_val()); break;

@@ -5,6 +5,7 @@
 // InitializeTableFromTextFileV2 from an asset file), and LookupTableFindV2 becomes
 // tf_lookup, a custom op of deepflow_tf over the table's keys and values (attrs), with a
 // hash index built once per table.
+#include <charconv>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -119,7 +120,13 @@ Values import_initialize_from_text(NodeContext& c) {
   auto as_tensor = [&](const std::vector<std::string>& text, DType dtype) {
     if (dtype == DType::String) return constant(text);
     std::vector<int64_t> v;
-    for (const std::string& s : text) v.push_back(std::stoll(s));
+    for (const std::string& s : text) {
+      int64_t x = 0;
+      const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), x);
+      DF_CHECK(ec == std::errc() && ptr == s.data() + s.size(), "[tf::import] ", path, ": '", s,
+               "' is not an integer");
+      v.push_back(x);
+    }
     return cast(constant(v), dtype);
   };
   t.keys = as_tensor(key_text, t.key_dtype);

@@ -192,6 +192,46 @@ TEST(TfGraphDef, FrozenFunctionMatchesTensorFlow) {
   expect_close(r.begin()->second, out[0], "imported SavedModel");
 }
 
+// Every truncation of a small TF SavedModel's files (saved_model.pb, the checkpoint index and
+// its data shard) fails to load with a deepflow::Error naming the file, never a crash or a
+// model that loads with missing parts; the intact copy then loads and answers as before.
+TEST(TfSavedModel, EveryTruncationIsAClearError) {
+  const std::string& root = models_dir();
+  if (root.empty()) DEEPFLOW_ORACLE_MISSING("TensorFlow 2.21 (make peers) could not write the test SavedModels");
+  const fs::path dir = fs::temp_directory_path() / ("deepflow_tf_truncated_" + std::to_string(::getpid()));
+  struct Cleanup {
+    fs::path dir;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } cleanup{dir};
+  fs::copy(fs::path(root) / "module_math" / "saved_model", dir, fs::copy_options::recursive);
+  const Tensor x = io::read_npy((fs::path(root) / "module_math" / "case0.in.x.npy").string());
+  const Tensor want = tf::load_tf_saved_model(dir.string()).signature("serving_default")({{"x", x}}).begin()->second;
+  for (const char* name : {"saved_model.pb", "variables/variables.index", "variables/variables.data-00000-of-00001"}) {
+    const fs::path file = dir / name;
+    std::ifstream in(file, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_GT(bytes.size(), 0u) << file;
+    int failures = 0;
+    for (size_t len = 0; len < bytes.size(); ++len) {
+      std::ofstream(file, std::ios::binary | std::ios::trunc).write(bytes.data(), std::streamsize(len));
+      try {
+        tf::load_tf_saved_model(dir.string()).signature("serving_default")({{"x", x}});
+        ADD_FAILURE() << file << " cut to " << len << " of " << bytes.size() << " bytes loaded";
+      } catch (const Error& e) {
+        const std::string what = e.what();
+        if (what.find(dir.string()) == std::string::npos && ++failures <= 3)
+          ADD_FAILURE() << file << " cut to " << len << " bytes: the error does not name the model: " << what;
+      }
+    }
+    std::ofstream(file, std::ios::binary | std::ios::trunc).write(bytes.data(), std::streamsize(bytes.size()));
+  }
+  expect_close(tf::load_tf_saved_model(dir.string()).signature("serving_default")({{"x", x}}).begin()->second, want,
+               "intact copy");
+}
+
 TEST(TfSavedModel, WrongTagsNameTheAvailableOnes) {
   const std::string& root = models_dir();
   if (root.empty()) DEEPFLOW_ORACLE_MISSING("TensorFlow 2.21 (make peers) could not write the test SavedModels");
