@@ -3,6 +3,7 @@
 // scripts/make-tf-models.py --apps, or `make tf-models-apps`), run by deepflow:
 //
 //   tf/<model>/b<batch>   one serving_default call on random images (load outside the timing)
+//   tf/<model>/served_b1  the same through io::load_saved_model (what `deepflow serve` runs)
 //   tf/<model>/load       tf::load_tf_saved_model plus the first call at batch 1 (each
 //                         iteration loads anew: parse, restore, trace, plan, run)
 //
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -20,6 +22,7 @@
 
 #include "bench_util.h"
 #include "deepflow/graph/profiler.h"
+#include "deepflow/io/saved_model.h"
 #include "deepflow/ops/ops.h"
 #include "deepflow/tf/saved_model.h"
 
@@ -76,6 +79,27 @@ void bm_infer(benchmark::State& state, const std::string& name, int batch) {
   state.counters["images/s"] = benchmark::Counter(double(batch) * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
+// What `deepflow serve` runs: io::load_saved_model's signature (a graph specialized to the
+// batch, io/saved_model_formats.h), at batch 1; it should cost what tf/<model>/b1 does.
+void bm_served(benchmark::State& state, const std::string& name) {
+  std::optional<io::SavedModel> m;
+  std::map<std::string, Tensor> feeds;
+  if (!bench::warm_up(state, [&] {
+        tf::register_tf_saved_model_format();
+        m = io::load_saved_model(model_dir(name).string());
+        const auto inputs = m->signature("serving_default").inputs();  // a copy
+        const auto& [key, type] = *inputs.begin();
+        feeds[key] = random_uniform(Shape{1, type.shape[1], type.shape[2], type.shape[3]}, 0, 1, DType::Float32, 7);
+        m->signature("serving_default")(feeds);
+      })) {
+    return;
+  }
+  for (auto _ : state) {
+    auto out = m->signature("serving_default")(feeds);
+    benchmark::DoNotOptimize(out);
+  }
+}
+
 void bm_load(benchmark::State& state, const std::string& name) {
   fs::path dir;
   if (!bench::warm_up(state, [&] { dir = model_dir(name); })) return;
@@ -96,6 +120,10 @@ const int kRegistered = [] {
           ->Unit(benchmark::kMillisecond)
           ->UseRealTime();
     }
+    benchmark::RegisterBenchmark(("tf/" + std::string(name) + "/served_b1").c_str(),
+                                 [name = std::string(name)](benchmark::State& s) { bm_served(s, name); })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
     benchmark::RegisterBenchmark(("tf/" + std::string(name) + "/load").c_str(),
                                  [name = std::string(name)](benchmark::State& s) { bm_load(s, name); })
         ->Unit(benchmark::kMillisecond)
