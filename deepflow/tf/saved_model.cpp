@@ -25,6 +25,7 @@ struct TfSignature::Impl {
   std::string key, method;
   std::map<std::string, TensorType> inputs, outputs;
   Function function;
+  Function traced;  // the same traces, without the passes
 };
 
 struct TfSavedModel::State {
@@ -150,24 +151,25 @@ TfSignature make_signature(const std::shared_ptr<TfSavedModel::State>& st, const
   // graphs with dims unknown until run time re-plan every call (ResNet50 at batch 1: 430 ms
   // against 58 ms with the batch known), so the batch stays known.
   o.generalize_shapes = false;
-  impl->function = Function(
-      [weak, feeds, fetches, freeze](const TensorList& inputs) {
-        std::shared_ptr<TfSavedModel::State> state = weak.lock();
-        DF_CHECK(state, "[tf::run] the SavedModel of this signature has been released");
-        std::map<std::string, Value> bound;
-        for (size_t i = 0; i < feeds.size(); ++i) bound[feeds[i]] = inputs[i];
-        detail::ImportShared shared = state->shared;  // this trace's copy, with its own freeze flag
-        shared.freeze_variables = freeze;
-        Values out = detail::evaluate_graph(shared, state->meta->graph_def(), bound, fetches);
-        TensorList result;
-        for (size_t i = 0; i < out.size(); ++i) {
-          DF_CHECK(out[i].tensor.defined(), "[tf::import] ", state->dir, ": output '", fetches[i],
-                   "' is not a tensor");
-          result.push_back(out[i].tensor);
-        }
-        return result;
-      },
-      o);
+  auto trace = [weak, feeds, fetches, freeze](const TensorList& inputs) {
+    std::shared_ptr<TfSavedModel::State> state = weak.lock();
+    DF_CHECK(state, "[tf::run] the SavedModel of this signature has been released");
+    std::map<std::string, Value> bound;
+    for (size_t i = 0; i < feeds.size(); ++i) bound[feeds[i]] = inputs[i];
+    detail::ImportShared shared = state->shared;  // this trace's copy, with its own freeze flag
+    shared.freeze_variables = freeze;
+    Values out = detail::evaluate_graph(shared, state->meta->graph_def(), bound, fetches);
+    TensorList result;
+    for (size_t i = 0; i < out.size(); ++i) {
+      DF_CHECK(out[i].tensor.defined(), "[tf::import] ", state->dir, ": output '", fetches[i],
+               "' is not a tensor");
+      result.push_back(out[i].tensor);
+    }
+    return result;
+  };
+  impl->function = Function(trace, o);
+  o.optimize = false;
+  impl->traced = Function(trace, o);
   return TfSignature(impl);
 }
 
@@ -251,6 +253,7 @@ const std::string& TfSignature::method_name() const { return impl_->method; }
 const std::map<std::string, TensorType>& TfSignature::inputs() const { return impl_->inputs; }
 const std::map<std::string, TensorType>& TfSignature::outputs() const { return impl_->outputs; }
 const Function& TfSignature::function() const { return impl_->function; }
+const Function& TfSignature::traced_function() const { return impl_->traced; }
 
 std::map<std::string, Tensor> TfSignature::operator()(const std::map<std::string, Tensor>& inputs) const {
   std::string expected;

@@ -41,6 +41,9 @@ class TfSignature {
   std::map<std::string, Tensor> operator()(const std::map<std::string, Tensor>& inputs) const;
   /// The traced function: inputs and outputs in key order.
   const Function& function() const;
+  /// The same traces with FunctionOptions::optimize off (graph() is what runs), for a caller
+  /// that runs the passes itself (io::load_saved_model): no optimized copy is kept.
+  const Function& traced_function() const;
 
   struct Impl;
   explicit TfSignature(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}

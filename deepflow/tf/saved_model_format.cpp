@@ -68,13 +68,13 @@ io::SavedModel tf_load(const std::string& dir, const std::vector<std::string>& t
     const TfSignature& s = m.signature(key);
     Signature in;
     for (const auto& [k, t] : s.inputs()) in.push_back(t);
-    ConcreteFunction f = s.function().get_concrete_function(in);
+    ConcreteFunction f = s.traced_function().get_concrete_function(in);
     io::GraphSignature g;
     g.info = info.signatures.at(key);
     g.graph = f.graph_ptr();
     // The traces read the model's state (its functions, tables), so they keep it alive.
     g.specialize = [m, key](const std::vector<TensorType>& types) {
-      return m.signature(key).function().get_concrete_function(types).graph_ptr();
+      return m.signature(key).traced_function().get_concrete_function(types).graph_ptr();
     };
     sigs.push_back(std::move(g));
   }
