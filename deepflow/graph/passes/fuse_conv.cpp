@@ -200,18 +200,26 @@ void set_activation(Attrs& a, const Activation& act) {
   a.set("clip_max", act.name == "clip" ? act.hi : 6.0);
 }
 
+// [1, .., 1, c]: a per-channel vector as broadcasting against an NHWC value of `rank` dims.
+bool channel_vector(const Shape& s, int64_t c, int rank) {
+  if (s.rank() < 2 || s.rank() > rank || s[s.rank() - 1] != c) return false;
+  for (int d = 0; d + 1 < s.rank(); ++d)
+    if (s[d] != 1) return false;
+  return true;
+}
+
 // conv2d [+ pad] [+ bias] [+ activation] -> fused_conv2d.
 int fuse_conv_chains(Graph& g, std::vector<ValueRef>* keep) {
   Uses uses(g, keep);
   std::vector<char> dead(size_t(g.num_nodes()), 0);
   int fused = 0;
   for (int cv : g.topological_order()) {
-    const Node& conv = g.node(cv);
-    if (conv.op != OpId::Conv2D || dead[size_t(cv)] || conv.outputs[0].dtype != DType::Float32) continue;
-    const Tensor* w = const_value(g, conv.inputs[1]);
+    if (g.node(cv).op != OpId::Conv2D || dead[size_t(cv)] || g.node(cv).outputs[0].dtype != DType::Float32) continue;
+    const Tensor* w = const_value(g, g.node(cv).inputs[1]);
     if (!w || w->rank() != 4) continue;
-    const TensorType& ct = conv.outputs[0];
     const int64_t co = w->dim(3);
+    const Node conv = g.node(cv);  // a copy: a bias reshaped below adds a node to g
+    const TensorType& ct = conv.outputs[0];
     std::string padding = attr_or<std::string>(conv, "padding", "VALID");
     ValueRef input = conv.inputs[0];
     std::vector<int64_t> explicit_paddings;
@@ -222,18 +230,26 @@ int fuse_conv_chains(Graph& g, std::vector<ValueRef>* keep) {
         explicit_paddings = *p;
       }
     }
-    // conv -> add(bias [c_out]) with the conv's type unchanged.
+    // conv -> add(bias [c_out]) with the conv's type unchanged. A constant [1, .., 1, c_out]
+    // (what a batch norm folded from Keras 3's decomposed arithmetic leaves) becomes [c_out].
     int add = -1, last = cv;
     ValueRef bias{-1, 0};
     if (uses.single_use(cv)) {
       const int u = uses.data[size_t(cv)][0];
       const Node& a = g.node(u);
       if (a.op == OpId::Add && a.outputs[0] == ct && a.inputs[0] != a.inputs[1]) {
-        const ValueRef other = a.inputs[0].node == cv ? a.inputs[1] : a.inputs[0];
+        const ValueRef other = a.inputs[0].node == cv ? a.inputs[1] : a.inputs[0];  // `a` dies below
         const TensorType& bt = g.type(other);
         if (bt.dtype == ct.dtype && bt.shape.rank() == 1 && bt.shape[0] == co) {
           add = u;
           bias = other;
+          last = u;
+        } else if (const Tensor* b = const_value(g, other);
+                   b && bt.dtype == ct.dtype && channel_vector(bt.shape, co, ct.shape.rank())) {
+          add = u;
+          const std::string name = a.name + "/bias", device = a.device;
+          bias = passes::add_const(g, b->view(Shape{co}), name, device);
+          dead.resize(size_t(g.num_nodes()), 0);
           last = u;
         }
       }
