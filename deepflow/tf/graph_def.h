@@ -24,6 +24,9 @@ namespace deepflow::tf {
 struct GraphDefModel {
   std::vector<std::string> inputs;   ///< placeholder names, in function input order
   std::vector<std::string> outputs;  ///< "node:k", in function output order
+  /// Signature keys of the inputs and outputs where the file names them (a TF.js model's
+  /// `signature`), in the same order; empty otherwise.
+  std::vector<std::string> input_keys, output_keys;
   Signature input_signature;         ///< the placeholders' dtypes and shapes (-1: any)
   Function function;                 ///< traces the graph for the given input types
 };
