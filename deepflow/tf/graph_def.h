@@ -8,9 +8,10 @@
 //
 // Inputs are placeholders by name (default: every Placeholder, in graph order); outputs are
 // values "node:k" (default: output 0 of every node no other node consumes, NoOps left out).
-// Placeholders need a known rank. TF1's reference dtypes (*_REF) import as their values;
-// TF1 control flow (Switch, Merge, Enter, Exit, NextIteration) is not supported and is named
-// in the error.
+// Placeholders need a known rank. TF1's reference dtypes (*_REF) import as their values.
+// TF1 control flow (what freezing lowers If and While to: Switch and Merge; Enter, Merge,
+// Switch on LoopCond, NextIteration and Exit) becomes deepflow's cond and while_loop
+// (tf1_control_flow.cpp).
 #pragma once
 
 #include <string>
