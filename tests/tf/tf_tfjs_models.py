@@ -15,6 +15,9 @@ Each model is saved as a TF SavedModel, then converted as the converter's comman
                                                the weights as TF.js's own reader decodes
                                                (dequantizes) them
 and OUT/cases.json: {model: {inputs: [keys], outputs: [keys], cases: n, ops: [...]}}.
+Models: cnn, mobilenet_block (tf-keras), dense (Keras 3), loop (a tf.Module's while loop,
+converted with --control_flow_v2) and loop_v1 (the same with the converter's default, TF1
+control flow).
 
 The second set is the oracle for the quantized variants: the same weights in TensorFlow.
 TF.js's own ops (FusedDepthwiseConv2dNative, Prelu, fused Prelu) have no TensorFlow
@@ -108,7 +111,8 @@ def dense():
 
 
 class Loop(tf.Module):
-    """A data-dependent tf.while_loop (StatelessWhile; its body a library function)."""
+    """A data-dependent tf.while_loop: While and its body as a library function with
+    --control_flow_v2, TF1 control flow without."""
 
     def __init__(self):
         super().__init__()
@@ -283,6 +287,10 @@ def main():
     index["loop"] = write_model(out, "loop", lambda d: tf.saved_model.save(loop, d, signatures=loop.__call__),
                                 [{"x": RNG.normal(0, 1, (b, 6)).astype(np.float32), "n": np.int32(n)}
                                  for b, n in ((2, 3), (4, 0))], control_flow_v2=True)
+    # The converter's default: the loop lowered to TF1 control flow (Switch, Merge, Enter, ...).
+    index["loop_v1"] = write_model(out, "loop_v1", lambda d: tf.saved_model.save(loop, d, signatures=loop.__call__),
+                                   [{"x": RNG.normal(0, 1, (b, 6)).astype(np.float32), "n": np.int32(n)}
+                                    for b, n in ((3, 2), (1, 5))])
     with open(os.path.join(out, "cases.json"), "w") as fh:
         json.dump(index, fh, indent=1)
 

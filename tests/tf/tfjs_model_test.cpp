@@ -330,6 +330,9 @@ TEST(TfjsConverted, MobileNetBlockWithDepthwiseConvolutions) {
 }
 TEST(TfjsConverted, Keras3DenseModel) { check_converted("dense", {"_FusedMatMul"}); }
 TEST(TfjsConverted, WhileLoopWithItsBodyInTheLibrary) { check_converted("loop", {"While"}); }
+TEST(TfjsConverted, WhileLoopAsTf1ControlFlow) {
+  check_converted("loop_v1", {"Enter", "Merge", "Switch", "LoopCond", "NextIteration", "Exit"});
+}
 
 // `deepflow tf import model.json DIR --to saved_model` writes a SavedModel whose
 // serving_default has the TF.js signature's keys and gives the same outputs.
