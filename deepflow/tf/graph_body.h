@@ -40,6 +40,7 @@ class Body {
     std::unordered_map<std::string, int> index;
   };
 
+  Body(ImportShared& shared, std::shared_ptr<const Nodes> nodes, std::string path, bool function_body);
   std::string ref_key(const std::string& ref) const;
   // (node index, flat output) of an input string; node -1 for a bound name.
   std::pair<int, int> parse(const std::string& ref);

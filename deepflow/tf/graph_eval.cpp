@@ -82,12 +82,18 @@ Tensor as_predicate(const Tensor& t) {
 }
 
 Body::Body(ImportShared& shared, std::vector<const NodeDef*> nodes, std::string path, bool function_body)
-    : shared_(shared), path_(std::move(path)), function_body_(function_body) {
-  auto n = std::make_shared<Nodes>();
-  n->list = std::move(nodes);
-  for (size_t i = 0; i < n->list.size(); ++i) n->index[n->list[i]->name()] = int(i);
-  results_.resize(n->list.size());
-  nodes_ = std::move(n);
+    : Body(shared,
+           [&] {
+             auto n = std::make_shared<Nodes>();
+             n->list = std::move(nodes);
+             for (size_t i = 0; i < n->list.size(); ++i) n->index[n->list[i]->name()] = int(i);
+             return n;
+           }(),
+           std::move(path), function_body) {}
+
+Body::Body(ImportShared& shared, std::shared_ptr<const Nodes> nodes, std::string path, bool function_body)
+    : shared_(shared), nodes_(std::move(nodes)), path_(std::move(path)), function_body_(function_body) {
+  results_.resize(nodes_->list.size());
 }
 
 const Value& Body::value(const std::string& ref) {

@@ -47,10 +47,8 @@ bool Body::takes_inputs_itself(const std::string& op) {
 }
 
 Body Body::fork() const {
-  Body b(*this);
-  b.results_.assign(b.results_.size(), std::nullopt);
-  b.visiting_.clear();
-  b.loops_.clear();
+  Body b(shared_, nodes_, path_, function_body_);
+  b.bound_ = bound_;
   return b;
 }
 
