@@ -35,7 +35,7 @@ struct WeightSpec {
   std::vector<int64_t> dims;
   std::string stored;         // quantization dtype (uint8, uint16, float16), or "" when plain
   double min = 0, scale = 1;
-  size_t group = 0;
+  size_t group = 1;  // 1-based, as the shard files are named (group1-shard1of2.bin)
 };
 
 int tf_type_of(const std::string& dtype) {
@@ -88,6 +88,7 @@ uint32_t read_le(const char* p, int bytes) {
 tensorflow::TensorProto decode(const WeightSpec& s, std::string_view bytes, size_t& pos, const std::string& files,
                                const std::string& source) {
   const std::string what = source + ": weight '" + s.name + "'";
+  const std::string stored = s.stored.empty() ? s.dtype : s.dtype + " as " + s.stored;
   const size_t left = bytes.size() - pos;
   // Every element takes at least one byte: a count past what is left is short data, and
   // checking it before multiplying on keeps the product from overflowing.
@@ -95,7 +96,7 @@ tensorflow::TensorProto decode(const WeightSpec& s, std::string_view bytes, size
   for (int64_t d : s.dims) {
     if (d == 0) count = 0;
     if (count != 0) {
-      DF_CHECK(size_t(d) <= left && count * size_t(d) <= left, kWhere, what, " (", s.dtype, ", ",
+      DF_CHECK(size_t(d) <= left && count * size_t(d) <= left, kWhere, what, " (", stored, ", ",
                Shape(s.dims), ") runs past the end of weight group ", s.group, " (", bytes.size(), " bytes in ",
                files, "): a shard is missing or short");
       count *= size_t(d);
@@ -105,7 +106,7 @@ tensorflow::TensorProto decode(const WeightSpec& s, std::string_view bytes, size
   p.set_dtype(tensorflow::DataType(tf_type_of(s.dtype)));
   for (int64_t d : s.dims) p.mutable_tensor_shape()->add_dim()->set_size(d);
   auto need = [&](size_t n) {
-    DF_CHECK(n <= bytes.size() - pos, kWhere, what, " (", s.dtype, ", ", Shape(s.dims), ") needs ", n,
+    DF_CHECK(n <= bytes.size() - pos, kWhere, what, " (", stored, ", ", Shape(s.dims), ") needs ", n,
              " bytes at offset ", pos, " of weight group ", s.group, ", which has ", bytes.size(), " (", files,
              "): a shard is missing or short");
   };
@@ -168,7 +169,7 @@ std::map<std::string, tensorflow::TensorProto> read_weights(const Json& manifest
     }
     size_t pos = 0;
     for (const Json& w : group.at("weights")) {
-      WeightSpec s = parse_spec(w, g, source);
+      WeightSpec s = parse_spec(w, g + 1, source);
       tensorflow::TensorProto p = decode(s, bytes, pos, files, source);
       DF_CHECK(out.emplace(s.name, std::move(p)).second, kWhere, source, ": weight '", s.name,
                "' is listed twice in weightsManifest");
