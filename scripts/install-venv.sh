@@ -11,6 +11,8 @@
 #   scripts/install-venv.sh peers|python          install the lock (nothing to do when in place)
 #   scripts/install-venv.sh peers|python --lock   re-resolve requirements.in into the lock
 #
+# Then requirements-nodeps.txt, where there is one: exact pins installed with --no-deps.
+#
 # Idempotent: the venv records the lock's sha256 and is left alone while it matches. pip's
 # download cache (~/.cache/pip, or PIP_CACHE_DIR) is reused. For the peers, off CI a failure
 # warns and exits 0 (the cross-checks then skip, saying why); with CI set, and always for
@@ -35,6 +37,10 @@ esac
 lock="$dir/requirements.txt"
 spec="$dir/requirements.in"
 stamp="$venv/.deepflow-lock.sha256"
+# Packages pinned exactly but installed without their dependencies (whose declared ones
+# would replace what the lock pins), after the lock; their own stamp.
+nodeps="$dir/requirements-nodeps.txt"
+nodeps_stamp="$venv/.deepflow-nodeps.sha256"
 
 fail() {
   echo "install-venv $name: $*" >&2
@@ -75,9 +81,22 @@ if [[ "${2:-}" == --lock ]]; then
   exit 0
 fi
 
+install_nodeps() {
+  [[ -f "$nodeps" ]] || return 0
+  local want_nodeps
+  want_nodeps="$(sha256sum "$nodeps" | cut -d' ' -f1)"
+  [[ -f "$nodeps_stamp" && "$(cat "$nodeps_stamp")" == "$want_nodeps" ]] && return 0
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -r "$nodeps" ||
+    fail "pip install --no-deps -r $nodeps failed"
+  "$venv/bin/python" -c "$check" 2>/dev/null || fail "'$check' fails in $venv/bin/python after $nodeps"
+  echo "$want_nodeps" >"$nodeps_stamp"
+  echo "install-venv $name: installed $nodeps (without dependencies)"
+}
+
 [[ -f "$lock" ]] || fail "$lock is missing (scripts/install-venv.sh $name --lock makes it)"
 want="$(sha256sum "$lock" | cut -d' ' -f1)"
 if [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+  install_nodeps
   exit 0
 fi
 echo "install-venv $name: installing $lock into $venv (a few minutes the first time)"
@@ -85,4 +104,5 @@ echo "install-venv $name: installing $lock into $venv (a few minutes the first t
 "$venv/bin/pip" install -q --disable-pip-version-check -r "$lock" || fail "pip install -r $lock failed"
 "$venv/bin/python" -c "$check" 2>/dev/null || fail "'$check' fails in $venv/bin/python"
 echo "$want" >"$stamp"
+install_nodeps
 echo "install-venv $name: $venv is ready ($("$venv/bin/python" --version))"

@@ -26,11 +26,12 @@ std::string node_of(const std::string& ref) {
 
 }  // namespace
 
-GraphDefModel import_graph_def_from_bytes(std::string_view bytes, const std::string& source,
-                                          std::vector<std::string> inputs, std::vector<std::string> outputs) {
+namespace detail {
+
+GraphDefModel import_graph_message(tensorflow::GraphDef graph, const std::string& source,
+                                   std::vector<std::string> inputs, std::vector<std::string> outputs) {
   auto st = std::make_shared<State>();
-  DF_CHECK(st->graph.ParseFromArray(bytes.data(), int(bytes.size())), "[tf::import] ", source,
-           ": not a TensorFlow GraphDef (", bytes.size(), " bytes do not parse)");
+  st->graph = std::move(graph);
   st->shared.source = source;
   st->shared.add_library(st->graph.library());
   std::map<std::string, const tensorflow::NodeDef*> by_name;
@@ -94,6 +95,16 @@ GraphDefModel import_graph_def_from_bytes(std::string_view bytes, const std::str
       },
       o);
   return m;
+}
+
+}  // namespace detail
+
+GraphDefModel import_graph_def_from_bytes(std::string_view bytes, const std::string& source,
+                                          std::vector<std::string> inputs, std::vector<std::string> outputs) {
+  tensorflow::GraphDef graph;
+  DF_CHECK(graph.ParseFromArray(bytes.data(), int(bytes.size())), "[tf::import] ", source,
+           ": not a TensorFlow GraphDef (", bytes.size(), " bytes do not parse)");
+  return detail::import_graph_message(std::move(graph), source, std::move(inputs), std::move(outputs));
 }
 
 GraphDefModel import_graph_def(const std::string& path, std::vector<std::string> inputs,

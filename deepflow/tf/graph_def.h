@@ -8,9 +8,10 @@
 //
 // Inputs are placeholders by name (default: every Placeholder, in graph order); outputs are
 // values "node:k" (default: output 0 of every node no other node consumes, NoOps left out).
-// Placeholders need a known rank. TF1's reference dtypes (*_REF) import as their values;
-// TF1 control flow (Switch, Merge, Enter, Exit, NextIteration) is not supported and is named
-// in the error.
+// Placeholders need a known rank. TF1's reference dtypes (*_REF) import as their values.
+// TF1 control flow (what freezing lowers If and While to: Switch and Merge; Enter, Merge,
+// Switch on LoopCond, NextIteration and Exit) becomes deepflow's cond and while_loop
+// (tf1_control_flow.cpp).
 #pragma once
 
 #include <string>
@@ -24,6 +25,9 @@ namespace deepflow::tf {
 struct GraphDefModel {
   std::vector<std::string> inputs;   ///< placeholder names, in function input order
   std::vector<std::string> outputs;  ///< "node:k", in function output order
+  /// Signature keys of the inputs and outputs where the file names them (a TF.js model's
+  /// `signature`), in the same order; empty otherwise.
+  std::vector<std::string> input_keys, output_keys;
   Signature input_signature;         ///< the placeholders' dtypes and shapes (-1: any)
   Function function;                 ///< traces the graph for the given input types
 };

@@ -9,6 +9,7 @@
 #include "deepflow/core/error.h"
 #include "deepflow/function/control_flow.h"
 #include "deepflow/ops/op.h"
+#include "deepflow/tf/graph_body.h"
 #include "deepflow/tf/op_defs.h"
 #include "tensorflow/function.pb.h"
 #include "tensorflow/graph.pb.h"
@@ -24,117 +25,6 @@ constexpr int kMaxCallDepth = 64;
 thread_local int t_call_depth = 0;
 
 bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
-
-// The nodes of one GraphDef or FunctionDef body, evaluated on demand.
-class Body {
- public:
-  Body(ImportShared& shared, std::vector<const NodeDef*> nodes, std::string path, bool function_body)
-      : shared_(shared), nodes_(std::move(nodes)), path_(std::move(path)), function_body_(function_body) {
-    for (size_t i = 0; i < nodes_.size(); ++i) index_[nodes_[i]->name()] = int(i);
-    results_.resize(nodes_.size());
-  }
-
-  /// Binds a function argument (by name) or a graph feed ("node:k").
-  void bind(const std::string& name, Value v) { bound_[name] = std::move(v); }
-
-  /// The value an input string names, evaluating what it needs first.
-  const Value& value(const std::string& ref) {
-    auto [node, k] = parse(ref);
-    if (node < 0) return bound_.at(ref_key(ref));
-    run(node);
-    const Values& out = *results_[size_t(node)];
-    DF_CHECK(k >= 0 && size_t(k) < out.size(), "[tf::import] ", shared_.source, ": '", ref, "' names output ", k,
-             " of node '", nodes_[size_t(node)]->name(), "', which has ", out.size());
-    return out[size_t(k)];
-  }
-
-  /// Runs a node (and what it depends on) for its effects.
-  void run_node(const std::string& name) {
-    auto it = index_.find(name);
-    DF_CHECK(it != index_.end(), "[tf::import] ", shared_.source, ": no node named '", path_, name, "'");
-    run(it->second);
-  }
-
- private:
-  std::string ref_key(const std::string& ref) const {
-    if (function_body_) return ref.substr(0, ref.find(':'));
-    return ref.find(':') == std::string::npos ? ref + ":0" : ref;
-  }
-
-  // The output index after a ':' of input string `ref`: digits only, below 2^31.
-  int output_index(const std::string& ref, size_t from) const {
-    int i = -1;
-    const char* end = ref.data() + ref.size();
-    const auto [ptr, ec] = std::from_chars(ref.data() + from, end, i);
-    DF_CHECK(ec == std::errc() && ptr == end && i >= 0, "[tf::import] ", shared_.source, ": input '", ref,
-             "' has a malformed output index");
-    return i;
-  }
-
-  // (node index, flat output) of an input string; node -1 for a bound name.
-  std::pair<int, int> parse(const std::string& ref) {
-    if (bound_.count(ref_key(ref))) return {-1, 0};
-    const size_t c1 = ref.find(':');
-    const std::string name = ref.substr(0, c1);
-    auto it = index_.find(name);
-    DF_CHECK(it != index_.end(), "[tf::import] ", shared_.source, ": input '", ref, "' names no node or argument in ",
-             path_.empty() ? std::string("the graph") : path_);
-    if (c1 == std::string::npos) return {it->second, 0};
-    if (!function_body_) return {it->second, output_index(ref, c1 + 1)};
-    // "node:out_arg:i": the producing op's output-arg name, then an index within it.
-    const size_t c2 = ref.find(':', c1 + 1);
-    const std::string arg = ref.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
-    const int i = c2 == std::string::npos ? 0 : output_index(ref, c2 + 1);
-    const NodeDef& n = *nodes_[size_t(it->second)];
-    if (auto f = shared_.functions.find(n.op()); f != shared_.functions.end()) {
-      const auto& outs = f->second->signature().output_arg();
-      for (int k = 0; k < outs.size(); ++k) {
-        if (outs[k].name() == arg) return {it->second, k + i};
-      }
-    } else if (const tensorflow::OpDef* def = find_op_def(n.op())) {
-      const int flat = flat_output_index(*def, n, arg, i);
-      if (flat >= 0) return {it->second, flat};
-    }
-    fail("[tf::import] ", shared_.source, ": input '", ref, "': node '", name, "' (", n.op(), ") has no output '", arg,
-         "'");
-  }
-
-  // Evaluates node `root` after its inputs, iteratively (graphs can be deep).
-  void run(int root) {
-    std::vector<std::pair<int, bool>> stack{{root, false}};
-    while (!stack.empty()) {
-      auto [i, ready] = stack.back();
-      stack.pop_back();
-      if (results_[size_t(i)]) continue;
-      const NodeDef& n = *nodes_[size_t(i)];
-      if (!ready) {
-        DF_CHECK(!visiting_.count(i), "[tf::import] ", shared_.source, ": node '", path_, n.name(),
-                 "' depends on itself (TF1 loops are not supported here)");
-        visiting_.insert(i);
-        stack.push_back({i, true});
-        for (const std::string& in : n.input()) {
-          const std::string ref = in[0] == '^' ? in.substr(1) : in;
-          auto [dep, k] = parse(ref);
-          if (dep >= 0 && !results_[size_t(dep)]) stack.push_back({dep, false});
-        }
-        continue;
-      }
-      visiting_.erase(i);
-      results_[size_t(i)] = evaluate(n);
-    }
-  }
-
-  Values evaluate(const NodeDef& n);
-
-  ImportShared& shared_;
-  std::vector<const NodeDef*> nodes_;
-  std::string path_;
-  bool function_body_;
-  std::unordered_map<std::string, int> index_;
-  std::map<std::string, Value> bound_;
-  std::vector<std::optional<Values>> results_;
-  std::set<int> visiting_;
-};
 
 class BodyNodeContext : public NodeContext {
  public:
@@ -174,6 +64,8 @@ class BodyNodeContext : public NodeContext {
   std::string path_;
 };
 
+}  // namespace
+
 TensorList tensors_of(const Values& vs, const NodeContext& c, const char* what) {
   TensorList out;
   for (const Value& v : vs) {
@@ -188,6 +80,109 @@ Tensor as_predicate(const Tensor& t) {
   if (t.dtype() == DType::Bool) return t.rank() == 0 ? t : reshape(t, Shape{});
   return not_equal(t.rank() == 0 ? t : reshape(t, Shape{}), zeros_like(t.rank() == 0 ? t : reshape(t, Shape{})));
 }
+
+Body::Body(ImportShared& shared, std::vector<const NodeDef*> nodes, std::string path, bool function_body)
+    : Body(shared,
+           [&] {
+             auto n = std::make_shared<Nodes>();
+             n->list = std::move(nodes);
+             for (size_t i = 0; i < n->list.size(); ++i) n->index[n->list[i]->name()] = int(i);
+             return n;
+           }(),
+           std::move(path), function_body) {}
+
+Body::Body(ImportShared& shared, std::shared_ptr<const Nodes> nodes, std::string path, bool function_body)
+    : shared_(shared), nodes_(std::move(nodes)), path_(std::move(path)), function_body_(function_body) {
+  results_.resize(nodes_->list.size());
+}
+
+const Value& Body::value(const std::string& ref) {
+  auto [node, k] = parse(ref);
+  if (node < 0) return bound_.at(ref_key(ref));
+  run(node);
+  const Values& out = *results_[size_t(node)];
+  DF_CHECK(k >= 0 && size_t(k) < out.size(), "[tf::import] ", shared_.source, ": '", ref, "' names output ", k,
+           " of node '", nodes_->list[size_t(node)]->name(), "', which has ", out.size());
+  return out[size_t(k)];
+}
+
+void Body::run_node(const std::string& name) {
+  auto it = nodes_->index.find(name);
+  DF_CHECK(it != nodes_->index.end(), "[tf::import] ", shared_.source, ": no node named '", path_, name, "'");
+  run(it->second);
+}
+
+std::string Body::ref_key(const std::string& ref) const {
+  if (function_body_) return ref.substr(0, ref.find(':'));
+  return ref.find(':') == std::string::npos ? ref + ":0" : ref;
+}
+
+namespace {
+
+// The output index after a ':' of input string `ref`: digits only, below 2^31.
+int output_index(const std::string& source, const std::string& ref, size_t from) {
+  int i = -1;
+  const char* end = ref.data() + ref.size();
+  const auto [ptr, ec] = std::from_chars(ref.data() + from, end, i);
+  DF_CHECK(ec == std::errc() && ptr == end && i >= 0, "[tf::import] ", source, ": input '", ref,
+           "' has a malformed output index");
+  return i;
+}
+
+}  // namespace
+
+std::pair<int, int> Body::parse(const std::string& ref) {
+  if (bound_.count(ref_key(ref))) return {-1, 0};
+  const size_t c1 = ref.find(':');
+  const std::string name = ref.substr(0, c1);
+  auto it = nodes_->index.find(name);
+  DF_CHECK(it != nodes_->index.end(), "[tf::import] ", shared_.source, ": input '", ref,
+           "' names no node or argument in ", path_.empty() ? std::string("the graph") : path_);
+  if (c1 == std::string::npos) return {it->second, 0};
+  if (!function_body_) return {it->second, output_index(shared_.source, ref, c1 + 1)};
+  // "node:out_arg:i": the producing op's output-arg name, then an index within it.
+  const size_t c2 = ref.find(':', c1 + 1);
+  const std::string arg = ref.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
+  const int i = c2 == std::string::npos ? 0 : output_index(shared_.source, ref, c2 + 1);
+  const NodeDef& n = *nodes_->list[size_t(it->second)];
+  if (auto f = shared_.functions.find(n.op()); f != shared_.functions.end()) {
+    const auto& outs = f->second->signature().output_arg();
+    for (int k = 0; k < outs.size(); ++k) {
+      if (outs[k].name() == arg) return {it->second, k + i};
+    }
+  } else if (const tensorflow::OpDef* def = find_op_def(n.op())) {
+    const int flat = flat_output_index(*def, n, arg, i);
+    if (flat >= 0) return {it->second, flat};
+  }
+  fail("[tf::import] ", shared_.source, ": input '", ref, "': node '", name, "' (", n.op(), ") has no output '", arg,
+       "'");
+}
+
+void Body::run(int root) {
+  std::vector<std::pair<int, bool>> stack{{root, false}};
+  while (!stack.empty()) {
+    auto [i, ready] = stack.back();
+    stack.pop_back();
+    if (results_[size_t(i)]) continue;
+    const NodeDef& n = *nodes_->list[size_t(i)];
+    if (!ready && !takes_inputs_itself(n.op())) {
+      DF_CHECK(!visiting_.count(i), "[tf::import] ", shared_.source, ": node '", path_, n.name(),
+               "' depends on itself");
+      visiting_.insert(i);
+      stack.push_back({i, true});
+      for (const std::string& in : n.input()) {
+        const std::string ref = in[0] == '^' ? in.substr(1) : in;
+        auto [dep, k] = parse(ref);
+        if (dep >= 0 && !results_[size_t(dep)]) stack.push_back({dep, false});
+      }
+      continue;
+    }
+    visiting_.erase(i);
+    results_[size_t(i)] = evaluate(n);
+  }
+}
+
+namespace {
 
 Values import_if(NodeContext& c) {
   Values args;
@@ -271,12 +266,22 @@ Values import_while(NodeContext& c) {
   return full(out);
 }
 
+}  // namespace
+
 Values Body::evaluate(const NodeDef& n) {
+  const std::string& op = n.op();
+  if (op == "Merge" || op == "RefMerge") return tf1_merge(n);
+  if (op == "Exit" || op == "RefExit") return tf1_exit(n);
+  DF_CHECK(!takes_inputs_itself(op), "[tf::import] ", shared_.source, ": node '", path_, n.name(), "' (", op,
+           ") is reached outside its TF1 loop");
   Values inputs;
   for (const std::string& in : n.input()) {
     if (in[0] != '^') inputs.push_back(value(in));
   }
-  const std::string& op = n.op();
+  // TF1 control flow reached as plain nodes (a cond's Switch from a control input, a
+  // loop's Enter before it): their data passes through.
+  if (op == "Switch" || op == "RefSwitch") return {inputs.at(0), inputs.at(0)};
+  if (op == "Enter" || op == "RefEnter" || op == "LoopCond") return {inputs.at(0)};
   if (op == "Placeholder") {
     fail("[tf::import] ", shared_.source, ": placeholder '", path_, n.name(), "' needs a value (feed it)");
   }
@@ -338,8 +343,6 @@ Values Body::evaluate(const NodeDef& n) {
     fail("[tf::import] ", shared_.source, ": ", ctx.describe(), ": ", e.what());
   }
 }
-
-}  // namespace
 
 void ImportShared::add_library(const tensorflow::FunctionDefLibrary& library) {
   for (const auto& f : library.function()) functions[f.signature().name()] = &f;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "deepflow/tf/graph_def.h"
 #include "deepflow/tf/op_importer.h"
 
 namespace tensorflow {
@@ -51,6 +52,11 @@ Values call_function(ImportShared& shared, const std::string& name, const Values
 /// node for its effects and gives an undefined Value), with `feeds` ("node:k") bound.
 Values evaluate_graph(ImportShared& shared, const tensorflow::GraphDef& graph,
                       const std::map<std::string, Value>& feeds, const std::vector<std::string>& fetches);
+
+/// A parsed GraphDef as a GraphDefModel (graph_def.cpp): what import_graph_def does after
+/// parsing, for the importers of other containers of GraphDefs (TF.js's model.json).
+GraphDefModel import_graph_message(tensorflow::GraphDef graph, const std::string& source,
+                                   std::vector<std::string> inputs, std::vector<std::string> outputs);
 
 /// RestoreV2 (ops_state.cpp): reads its keys through shared.restore.
 Values import_restore_v2(NodeContext& c, ImportShared& shared);

@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // TensorFlow's neural-network ops: MatMul and its batched forms, BiasAdd, convolutions,
-// pooling, FusedBatchNorm, and TF's fused forms (_FusedMatMul, _FusedConv2D) that Grappler
-// and the TF.js converter write. deepflow's convolutions are channels-last (NHWC); NCHW
-// nodes are transposed around them.
+// pooling and FusedBatchNorm (the fused forms Grappler and TF.js write: ops_fused.cpp).
+// deepflow's convolutions are channels-last (NHWC); NCHW nodes are transposed around them.
 #include <string>
 
 #include "deepflow/core/error.h"
-#include "deepflow/tf/op_importer.h"
+#include "deepflow/tf/ops_nn.h"
 
 namespace deepflow::tf {
-namespace {
+namespace detail {
 
 bool nchw(NodeContext& c) {
   if (!c.has_attr("data_format")) return false;
@@ -17,17 +16,13 @@ bool nchw(NodeContext& c) {
   DF_CHECK(f == "NHWC" || f == "NCHW", "[tf::import] ", c.describe(), ": data_format ", f, " is not supported");
   return f == "NCHW";
 }
-Tensor to_nhwc(const Tensor& x) { return transpose(x, {0, 2, 3, 1}); }
-Tensor to_nchw(const Tensor& x) { return transpose(x, {0, 3, 1, 2}); }
 
-// The spatial pair {h, w} of a 4-element strides / ksize / dilations attr.
-Axes spatial(NodeContext& c, const std::string& name, bool channels_first) {
-  std::vector<int64_t> v = c.attr_ints(name);
+Axes spatial(NodeContext& c, const std::string& name, bool channels_first, const std::vector<int64_t>& fallback) {
+  std::vector<int64_t> v = c.has_attr(name) || fallback.empty() ? c.attr_ints(name) : fallback;
   DF_CHECK(v.size() == 4, "[tf::import] ", c.describe(), ": ", name, " must have 4 elements, got ", v.size());
   return channels_first ? Axes{v[2], v[3]} : Axes{v[1], v[2]};
 }
 
-// Applies padding "EXPLICIT" (explicit_paddings, 8 numbers) as a pad before a VALID op.
 std::string padded(NodeContext& c, Tensor& x, bool channels_first) {
   std::string padding = c.attr_string("padding");
   if (padding != "EXPLICIT") return padding;
@@ -38,6 +33,19 @@ std::string padded(NodeContext& c, Tensor& x, bool channels_first) {
   x = pad(x, {{0, 0}, {p[size_t(2 * h)], p[size_t(2 * h + 1)]}, {p[size_t(2 * w)], p[size_t(2 * w + 1)]}, {0, 0}});
   return "VALID";
 }
+
+Tensor bias_add(NodeContext& c, const Tensor& x, const Tensor& bias) {
+  if (!nchw(c) || x.rank() < 3) return x + bias;
+  std::vector<int64_t> dims(size_t(x.rank() - 1), 1);
+  dims[0] = bias.dim(0);
+  return x + reshape(bias, Shape(dims));
+}
+
+}  // namespace detail
+
+namespace {
+
+using namespace detail;
 
 Values import_matmul(NodeContext& c) {
   return {matmul(c.input(0), c.input(1), c.attr_bool("transpose_a"), c.attr_bool("transpose_b"))};
@@ -51,12 +59,6 @@ Values import_batch_matmul_v3(NodeContext& c) {
   return {out.dtype() == want ? out : cast(out, want)};
 }
 
-Tensor bias_add(NodeContext& c, const Tensor& x, const Tensor& bias) {
-  if (!nchw(c) || x.rank() < 3) return x + bias;
-  std::vector<int64_t> dims(size_t(x.rank() - 1), 1);
-  dims[0] = bias.dim(0);
-  return x + reshape(bias, Shape(dims));
-}
 Values import_bias_add(NodeContext& c) { return {bias_add(c, c.input(0), c.input(1))}; }
 
 Values import_conv2d(NodeContext& c) {
@@ -110,58 +112,6 @@ Values import_fused_batch_norm(NodeContext& c) {
   return out;
 }
 
-// Grappler's and TF.js's fused forms: the base op, then fused_ops in order on its result.
-Tensor apply_fused(NodeContext& c, Tensor y, size_t first_arg, bool channels_first) {
-  size_t arg = first_arg;
-  for (const std::string& op : c.attr_strings("fused_ops")) {
-    if (op == "BiasAdd" || op == "Add" || op == "AddV2") {
-      y = bias_add(c, y, c.input(arg++));
-    } else if (op == "Relu") {
-      y = relu(y);
-    } else if (op == "Relu6") {
-      y = relu6(y);
-    } else if (op == "Elu") {
-      y = elu(y);
-    } else if (op == "LeakyRelu") {
-      y = leaky_relu(y, c.attr_float("leakyrelu_alpha"));
-    } else if (op == "Sigmoid") {
-      y = sigmoid(y);
-    } else if (op == "Tanh") {
-      y = tanh(y);
-    } else if (op == "FusedBatchNorm") {
-      Tensor x = channels_first ? to_nhwc(y) : y;
-      Tensor scale = c.input(arg), offset = c.input(arg + 1), mean = c.input(arg + 2), var = c.input(arg + 3);
-      arg += 4;
-      x = batch_normalization(x, mean, var, offset, scale, c.attr_float("epsilon"));
-      y = channels_first ? to_nchw(x) : x;
-    } else {
-      fail("[tf::import] ", c.describe(), ": fused op '", op, "' is not supported");
-    }
-  }
-  return y;
-}
-
-Values import_fused_matmul(NodeContext& c) {
-  Tensor y = matmul(c.input(0), c.input(1), c.attr_bool("transpose_a"), c.attr_bool("transpose_b"));
-  return {apply_fused(c, y, 2, false)};
-}
-
-Values import_fused_conv2d(NodeContext& c) {
-  const bool cf = nchw(c);
-  Tensor x = cf ? to_nhwc(c.input(0)) : c.input(0);
-  std::string padding = padded(c, x, cf);
-  Tensor y = conv2d(x, c.input(1), spatial(c, "strides", cf), padding, spatial(c, "dilations", cf));
-  return {apply_fused(c, cf ? to_nchw(y) : y, 2, cf)};
-}
-
-Values import_fused_depthwise(NodeContext& c) {
-  const bool cf = nchw(c);
-  Tensor x = cf ? to_nhwc(c.input(0)) : c.input(0);
-  std::string padding = padded(c, x, cf);
-  Tensor y = depthwise_conv2d(x, c.input(1), spatial(c, "strides", cf), padding, spatial(c, "dilations", cf));
-  return {apply_fused(c, cf ? to_nchw(y) : y, 2, cf)};
-}
-
 }  // namespace
 
 DF_TF_OP("MatMul", import_matmul)
@@ -178,9 +128,5 @@ DF_TF_OP("AvgPool", import_pool<false>)
 DF_TF_OP("FusedBatchNorm", import_fused_batch_norm)
 DF_TF_OP("FusedBatchNormV2", import_fused_batch_norm)
 DF_TF_OP("FusedBatchNormV3", import_fused_batch_norm)
-DF_TF_OP("_FusedMatMul", import_fused_matmul)
-DF_TF_OP("_FusedConv2D", import_fused_conv2d)
-DF_TF_OP("_FusedDepthwiseConv2dNative", import_fused_depthwise)
-DF_TF_OP("FusedDepthwiseConv2dNative", import_fused_depthwise)
 
 }  // namespace deepflow::tf

@@ -71,9 +71,7 @@ json read_json(const fs::path& p) {
 
 // What the importer does not take yet, each with the error it must give (so a fix, or a
 // different failure, is noticed): (model, test) -> (error text, reason).
-const std::map<std::pair<std::string, std::string>, std::pair<std::string, std::string>> kKnownFailures = {
-    {{"control_flow", "Frozen"}, {"TF1 loops", "TF1 control flow (Switch/Merge/Enter/Exit) in frozen graphs is not imported"}},
-};
+const std::map<std::pair<std::string, std::string>, std::pair<std::string, std::string>> kKnownFailures = {};
 
 class Corpus : public ::testing::TestWithParam<std::string> {
  protected:

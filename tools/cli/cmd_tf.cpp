@@ -2,6 +2,7 @@
 // `deepflow tf`: TensorFlow's files that are not SavedModels, imported into deepflow's.
 //
 //   deepflow tf import frozen.pb --to saved_model /models/m/1 [--inputs x --outputs Identity:0]
+//   deepflow tf import web_model/model.json --to saved_model /models/m/1   (a TF.js graph model)
 //
 // (SavedModels written by TensorFlow need no conversion: `deepflow saved_model` and
 // `deepflow serve` take them as they are.)
@@ -14,6 +15,7 @@
 #include "deepflow/core/error.h"
 #include "deepflow/io/saved_model.h"
 #include "deepflow/tf/graph_def.h"
+#include "deepflow/tf/tfjs_model.h"
 
 namespace deepflow::cli {
 namespace {
@@ -51,10 +53,19 @@ struct ImportOptions {
 void import_file(const ImportOptions& o) {
   DF_CHECK(o.to == "saved_model", "[tf import] --to must be saved_model, got \"", o.to, "\"");
   DF_CHECK(o.overwrite || !fs::exists(o.dest), "[tf import] ", o.dest, " exists (add --overwrite)");
-  tf::GraphDefModel m = tf::import_graph_def(o.file, split_list(o.inputs), split_list(o.outputs));
+  const bool tfjs = fs::path(o.file).extension() == ".json";
+  tf::GraphDefModel m = tfjs ? tf::import_tfjs_model(o.file, split_list(o.inputs), split_list(o.outputs))
+                             : tf::import_graph_def(o.file, split_list(o.inputs), split_list(o.outputs));
   io::SignatureSpec spec{.fn = m.function.get_concrete_function(m.input_signature)};
-  for (const auto& in : m.inputs) spec.input_names.push_back(key_of(in));
-  for (const auto& out : m.outputs) spec.output_names.push_back(key_of(out));
+  // A TF.js model's signature keys name the inputs and outputs as TensorFlow's did.
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    spec.input_names.push_back(m.input_keys.empty() ? key_of(m.inputs[i]) : m.input_keys[i]);
+  }
+  for (size_t i = 0; i < m.outputs.size(); ++i) {
+    spec.output_names.push_back(m.output_keys.empty() ? key_of(m.outputs[i]) : m.output_keys[i]);
+  }
+  // A serving layout's version directory (/models/m/1) is usually new with its parent.
+  if (const fs::path parent = fs::path(o.dest).parent_path(); !parent.empty()) fs::create_directories(parent);
   io::save_saved_model(o.dest, {spec}, {.overwrite = o.overwrite});
   std::cout << "Imported " << o.file << " to SavedModel " << o.dest << " (signature "
             << io::kDefaultServingSignatureKey << ": " << spec.input_names.size() << " inputs, "
@@ -62,15 +73,18 @@ void import_file(const ImportOptions& o) {
 }
 
 void setup_tf(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("tf", "Import TensorFlow's frozen GraphDefs");
+  CLI::App* cmd = app.add_subcommand("tf", "Import TensorFlow's frozen GraphDefs and TF.js graph models");
   cmd->require_subcommand(1);
   auto o = std::make_shared<ImportOptions>();
-  CLI::App* i = cmd->add_subcommand("import", "A frozen GraphDef (.pb) -> a SavedModel directory");
-  i->add_option("file", o->file, "The frozen GraphDef (.pb)")->required();
+  CLI::App* i =
+      cmd->add_subcommand("import", "A frozen GraphDef (.pb) or TF.js model.json -> a SavedModel directory");
+  i->add_option("file", o->file, "The frozen GraphDef (.pb), or a TF.js graph model's model.json")->required();
   i->add_option("dest", o->dest, "The SavedModel directory to write")->required();
   i->add_option("--to", o->to, "saved_model")->required()->check(CLI::IsMember({"saved_model"}));
-  i->add_option("--inputs", o->inputs, "Placeholder names, comma-separated (default: every Placeholder)");
-  i->add_option("--outputs", o->outputs, "Values to fetch, 'node:k', comma-separated (default: the graph's sinks)");
+  i->add_option("--inputs", o->inputs,
+                "Placeholder names, comma-separated (default: model.json's signature, else every Placeholder)");
+  i->add_option("--outputs", o->outputs,
+                "Values to fetch, 'node:k', comma-separated (default: model.json's signature, else the graph's sinks)");
   i->add_flag("--overwrite", o->overwrite, "Replace an existing destination");
   i->callback([o] { import_file(*o); });
 }
