@@ -21,6 +21,7 @@
 // Writing: the same objects in both trackers' shapes at once (the layer and variable
 // objects are shared, so each tracker's restore finds its own path and assert_consumed
 // holds in both), under deepflow's own keys.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -60,11 +61,24 @@ std::string slot_of_list(const std::string& list) {  // "" when `list` is no suc
   return list.substr(1, list.size() - 2);
 }
 
-// Our Layer objects in map order, nested maps included: the trainable order of tf-keras.
+// "layer_with_weights-<k>" -> k, else -1.
+long layer_index(const std::string& name) {
+  constexpr std::string_view kPrefix = "layer_with_weights-";
+  if (name.size() <= kPrefix.size() || name.size() > kPrefix.size() + 9 || name.compare(0, kPrefix.size(), kPrefix) != 0 ||
+      name.find_first_not_of("0123456789", kPrefix.size()) != std::string::npos)
+    return -1;
+  return std::stol(name.substr(kPrefix.size()));
+}
+
+// Our Layer objects in order, nested maps included: the trainable order of tf-keras. A map
+// of "layer_with_weights-<k>" (how the Python front end hands over a Sequential) goes by k.
 void layers_of(const io::Trackable& t, std::vector<keras::LayerPtr>* out) {
   if (t.kind() == io::Trackable::Kind::Layer) out->push_back(t.layer());
-  if (t.kind() == io::Trackable::Kind::Map)
-    for (const auto& [name, child] : t.children()) layers_of(child, out);
+  if (t.kind() != io::Trackable::Kind::Map) return;
+  std::vector<std::pair<long, const io::Trackable*>> children;
+  for (const auto& [name, child] : t.children()) children.emplace_back(layer_index(name), &child);
+  std::stable_sort(children.begin(), children.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [k, child] : children) layers_of(*child, out);
 }
 
 // The object paths of the variables walked so far, by variable id.
@@ -160,9 +174,21 @@ class Mapper {
       case io::Trackable::Kind::Optimizer: optimizers_.emplace_back(node, path); break;
       case io::Trackable::Kind::Variable: value(node, path, kValue); break;
       case io::Trackable::Kind::Iterator: value(node, path, kIterator); break;
-      case io::Trackable::Kind::Map:
-        for (const auto& [name, c] : t.children()) visit(child(node, name), path + "/" + name, c);
+      case io::Trackable::Kind::Map: {
+        // A map of "layer_with_weights-<k>" stands for a model: the k-th layer with weights
+        // in the graph's own shape when it has no child of that name (Keras 3).
+        std::vector<int> subs;
+        bool listed = false;
+        for (const auto& [name, c] : t.children()) {
+          int n = child(node, name);
+          if (n < 0 && layer_index(name) >= 0) {
+            if (!listed) subs = sublayers(node, 0), listed = true;
+            if (size_t(layer_index(name)) < subs.size()) n = subs[size_t(layer_index(name))];
+          }
+          visit(n, path + "/" + name, c);
+        }
         break;
+      }
     }
   }
 
