@@ -9,10 +9,13 @@
 //   bit 2: with bit 0, tiny data blocks (many blocks, a larger index block);
 //   bit 3: with bit 0, set every parseable entry's CRC to that of the bytes it names;
 //   bit 4: also decode the whole body as a DT_STRING tensor of data[1] elements.
+// A parsed object graph is also matched onto a Keras model and its Adam optimizer
+// (tf::map_object_graph, what io::Checkpoint::restore runs on TensorFlow's files).
 // Any input may be rejected with a deepflow::Error; anything else (a crash, a sanitizer
 // report, another exception, a hang, memory beyond -rss_limit_mb) is a bug. Invariants:
 //   - a tensor read has its entry's dtype and shape, and (numeric) its exact bytes;
-//   - every tensor read, written to a new checkpoint and read back, is equal.
+//   - every tensor read, written to a new checkpoint and read back, is equal;
+//   - the object graph's match names only keys the graph holds.
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,12 +26,16 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "deepflow/core/crc32c.h"
 #include "deepflow/core/error.h"
+#include "deepflow/io/checkpoint.h"
+#include "deepflow/keras/keras.h"
 #include "deepflow/tf/checkpoint.h"
+#include "deepflow/tf/checkpoint_format.h"
 #include "deepflow/tf/dtype.h"
 #include "deepflow/tf/object_graph.h"
 #include "deepflow/tf/table.h"
@@ -43,6 +50,36 @@ using namespace deepflow::tf;
 [[noreturn]] void bug(const std::string& what) {
   std::fprintf(stderr, "%s\n", what.c_str());
   std::abort();
+}
+
+// A nested Sequential, an optimizer with slots and a Variable: what map_object_graph walks.
+struct Objects {
+  io::Trackable::Map map;
+  std::vector<io::CheckpointBinding> bindings;
+};
+const Objects& objects() {
+  static const Objects* o = [] {
+    namespace L = keras::layers;
+    auto inner = std::make_shared<keras::Sequential>(std::vector<keras::LayerPtr>{L::Dense(2)});
+    auto model = std::make_shared<keras::Sequential>(
+        std::vector<keras::LayerPtr>{L::InputLayer(Shape{3}), L::Dense(4), inner, L::BatchNormalization()});
+    auto opt = keras::optimizers::Adam();
+    opt->build(model->trainable_weights());
+    auto* out = new Objects;
+    out->map = {{"model", model}, {"optimizer", opt}, {"step", Variable(scalar(0, DType::Int64), "step", false)}};
+    int k = 0;
+    for (const Variable& v : model->weights()) out->bindings.push_back({"", "model/w" + std::to_string(k++), v});
+    return out;
+  }();
+  return *o;
+}
+
+void check_mapping(const tensorflow::TrackableObjectGraph& g) {
+  std::set<std::string> keys;
+  for (const auto& node : g.nodes())
+    for (const auto& a : node.attributes()) keys.insert(a.checkpoint_key());
+  for (const auto& [ours, theirs] : map_object_graph(g, objects().map, objects().bindings))
+    if (!keys.count(theirs)) bug("map_object_graph names a key the graph does not hold: " + theirs + " for " + ours);
 }
 
 // tmpfs when there is one. Removed at exit (the name lives on the heap: static strings
@@ -141,7 +178,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CheckpointReader r(prefix, index, open_data);
     tensorflow::TrackableObjectGraph g;
     try {
-      if (open_data && r.object_graph(&g)) (void)object_graph_tensors(g);
+      if (open_data && r.object_graph(&g)) {
+        (void)object_graph_tensors(g);
+        check_mapping(g);
+      }
     } catch (const Error&) {
     }
     for (const CheckpointEntry& e : r.entries()) {

@@ -13,6 +13,7 @@
 
 #include "deepflow/io/atomic_file.h"
 #include "deepflow/io/bundle.h"
+#include "deepflow/io/checkpoint_formats.h"
 #include "deepflow/ops/op.h"
 
 namespace deepflow::io {
@@ -23,14 +24,7 @@ constexpr const char* kIteratorSuffix = "/.ATTRIBUTES/ITERATOR_STATE";
 constexpr const char* kSlotMarker = "/.OPTIMIZER_SLOT/";
 constexpr const char* kSaveCounter = "save_counter";
 
-// One checkpoint key and the live state it is saved from and restored into.
-struct Binding {
-  std::string key;   // the bundle key
-  std::string path;  // the object path shown in messages (the key without its suffix)
-  Variable var;
-  data::Iterator* iterator = nullptr;
-  std::string describe() const { return var.defined() ? path + " (" + var.name() + ")" : path; }
-};
+using Binding = CheckpointBinding;
 
 std::string root_of(const std::string& path) { return path.substr(0, path.find('/')); }
 
@@ -147,6 +141,22 @@ bool is_directory(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+// deepflow's own bundles: the file's keys are deepflow's keys.
+class BundleSource : public CheckpointSource {
+ public:
+  explicit BundleSource(const std::string& prefix) : reader_(prefix), keys_(reader_.keys()) {}
+  std::vector<std::string> file_keys() const override { return keys_; }
+  std::vector<std::string> keys() const override { return keys_; }
+  std::string find(const std::string& key) const override { return reader_.contains(key) ? key : ""; }
+  DType dtype(const std::string& key) const override { return reader_.entry(key).dtype; }
+  Shape shape(const std::string& key) const override { return reader_.entry(key).shape; }
+  Tensor read(const std::string& key) const override { return reader_.read(key); }
+
+ private:
+  BundleReader reader_;
+  std::vector<std::string> keys_;
+};
+
 }  // namespace
 
 // --- Trackable ---
@@ -246,11 +256,19 @@ std::vector<std::string> Checkpoint::keys() const {
   return out;
 }
 
-std::string Checkpoint::write(const std::string& file_prefix) const {
+std::string Checkpoint::write(const std::string& file_prefix, const CheckpointOptions& options) const {
   DF_CHECK(!file_prefix.empty(), "[Checkpoint.write] empty path");
   BuildScopeGuard eager(nullptr);  // concrete values even when called from a traced function
   Collector c = impl_->collect();
   c.finish_optimizers();
+  if (!options.format.empty()) {
+    const CheckpointFormat* f = find_checkpoint_format_by_name(options.format);
+    DF_CHECK(f != nullptr && f->write, "[Checkpoint.write] ", file_prefix, ": no registered checkpoint format \"",
+             options.format, "\" can write (\"\" is deepflow's own; \"TensorFlow\" needs deepflow_tf's "
+             "register_tf_checkpoint_format())");
+    f->write(file_prefix, impl_->objects, c.bindings);
+    return file_prefix;
+  }
   BundleWriter w(file_prefix);
   for (const Binding& b : c.bindings) {
     if (b.iterator) w.add(b.key, string_scalar(b.iterator->save()));
@@ -260,7 +278,7 @@ std::string Checkpoint::write(const std::string& file_prefix) const {
   return file_prefix;
 }
 
-std::string Checkpoint::save(const std::string& file_prefix) {
+std::string Checkpoint::save(const std::string& file_prefix, const CheckpointOptions& options) {
   DF_CHECK(!file_prefix.empty(), "[Checkpoint.save] empty path");
   BuildScopeGuard eager(nullptr);
   Variable& counter = impl_->save_counter;
@@ -268,7 +286,7 @@ std::string Checkpoint::save(const std::string& file_prefix) {
   counter.assign(scalar(double(n), DType::Int64));
   std::string path;
   try {
-    path = write(file_prefix + "-" + std::to_string(n));
+    path = write(file_prefix + "-" + std::to_string(n), options);
   } catch (...) {
     counter.assign(scalar(double(n - 1), DType::Int64));
     throw;
@@ -290,10 +308,12 @@ CheckpointStatus Checkpoint::restore(const std::string& save_path) {
     DF_CHECK(!prefix.empty(), "[Checkpoint.restore] ", save_path,
              ": no checkpoint in this directory (no 'checkpoint' file naming a bundle)");
   }
-  BundleReader reader(prefix);
-  const std::vector<std::string> keys = reader.keys();
-
   Collector c = impl_->collect();
+  std::unique_ptr<CheckpointSource> source;
+  if (const CheckpointFormat* f = find_checkpoint_format(prefix)) source = f->open(prefix, impl_->objects, c.bindings);
+  else source = std::make_unique<BundleSource>(prefix);
+  const std::vector<std::string> keys = source->keys();
+
   // As Keras: an optimizer's slots are built before they are restored.
   for (const auto& [path, opt] : c.optimizers) {
     const std::vector<Variable> owners = c.owners_with_slots(path, keys);
@@ -306,23 +326,28 @@ CheckpointStatus Checkpoint::restore(const std::string& save_path) {
   std::vector<std::string> mismatches;
   std::vector<const Binding*> matched;
   std::set<std::string> used;
-  for (const Binding& b : c.bindings) {
-    if (!reader.contains(b.key)) {
-      state->unmatched.push_back(b.describe());
+  std::vector<std::string> file_key(c.bindings.size());
+  for (size_t i = 0; i < c.bindings.size(); ++i) {
+    const Binding& b = c.bindings[i];
+    file_key[i] = source->find(b.key);
+    if (file_key[i].empty()) {
+      // A checkpoint TensorFlow wrote with write() has no save_counter: ours keeps its value.
+      if (b.path != kSaveCounter) state->unmatched.push_back(b.describe());
       continue;
     }
-    used.insert(b.key);
-    const BundleEntry& e = reader.entry(b.key);
+    used.insert(file_key[i]);
+    const DType dtype = source->dtype(file_key[i]);
+    const Shape shape = source->shape(file_key[i]);
+    const std::string named = file_key[i] == b.key ? "" : " (as " + file_key[i] + ")";
     if (b.iterator) {
-      if (e.dtype != DType::String || !e.shape.is_scalar())
-        mismatches.push_back(b.path + ": checkpoint has " + type_of(e.dtype, e.shape) +
+      if (dtype != DType::String || !shape.is_scalar())
+        mismatches.push_back(b.path + named + ": checkpoint has " + type_of(dtype, shape) +
                              ", an iterator position is a string[] scalar");
-    } else if (e.dtype != b.var.dtype() || e.shape != b.var.shape()) {
-      mismatches.push_back(b.describe() + ": checkpoint has " + type_of(e.dtype, e.shape) + ", the " +
+    } else if (dtype != b.var.dtype() || shape != b.var.shape()) {
+      mismatches.push_back(b.describe() + named + ": checkpoint has " + type_of(dtype, shape) + ", the " +
                            root_of(b.path) + " has " + type_of(b.var.dtype(), b.var.shape()));
     } else {
       matched.push_back(&b);
-      continue;
     }
   }
   if (!mismatches.empty()) {
@@ -330,20 +355,20 @@ CheckpointStatus Checkpoint::restore(const std::string& save_path) {
     for (size_t i = 0; i < mismatches.size(); ++i) msg += (i ? "; " : "") + mismatches[i];
     fail("[Checkpoint.restore] ", prefix, ": ", msg);
   }
-  for (const Binding& b : c.bindings)
-    if (b.iterator && used.count(b.key)) matched.push_back(&b);
+  for (size_t i = 0; i < c.bindings.size(); ++i)
+    if (c.bindings[i].iterator && !file_key[i].empty()) matched.push_back(&c.bindings[i]);
 
   // Read (and checksum) everything before changing anything; iterators, which can
   // still refuse their bytes, go before the variables.
   std::vector<Tensor> values;
   values.reserve(matched.size());
-  for (const Binding* b : matched) values.push_back(reader.read(b->key));
+  for (const Binding* b : matched) values.push_back(source->read(file_key[size_t(b - c.bindings.data())]));
   for (size_t i = 0; i < matched.size(); ++i)
     if (matched[i]->iterator) matched[i]->iterator->restore(values[i].item<std::string>());
   for (size_t i = 0; i < matched.size(); ++i)
     if (!matched[i]->iterator) Variable(matched[i]->var).assign(values[i]);
 
-  for (const std::string& k : keys)
+  for (const std::string& k : source->file_keys())
     if (!used.count(k)) state->unused_keys.push_back(k);
   return CheckpointStatus(std::move(state));
 }

@@ -27,6 +27,13 @@
 // for built first (Keras builds slots before restoring them), so restoring into a fresh
 // optimizer works. A model that is not built has no weights to match: build it (or
 // call it once) before restore. The status reports what did not match, by name.
+//
+// TensorFlow's checkpoints (with deepflow_tf's tf::register_tf_checkpoint_format()):
+// restore() also takes a checkpoint TensorFlow wrote with tf.train.Checkpoint(model=...,
+// optimizer=...) of a Keras 3 or tf-keras model and its optimizer, matched through the
+// checkpoint's object graph (layers in order, weights by name, the optimizer's iterations,
+// learning rate and per-variable slots), and write()/save() with {.format = "TensorFlow"}
+// write one that TensorFlow restores into either (docs/checkpoints.md).
 #pragma once
 
 #include <map>
@@ -98,6 +105,14 @@ class CheckpointStatus {
   std::shared_ptr<State> state_;
 };
 
+/// How write() and save() write (tf.train.CheckpointOptions' role).
+struct CheckpointOptions {
+  /// "" (deepflow's bundle) or a registered format's name: "TensorFlow" writes TensorFlow's
+  /// checkpoint format with an object graph that tf.train.Checkpoint restores into Keras 3
+  /// and tf-keras models and optimizers (needs tf::register_tf_checkpoint_format()).
+  std::string format;
+};
+
 class Checkpoint {
  public:
   /// Names are path components: non-empty, without '/', and not "save_counter".
@@ -105,10 +120,11 @@ class Checkpoint {
 
   /// save_counter += 1, writes the bundle "<file_prefix>-<save_counter>", then records it
   /// in the directory's `checkpoint` state file; returns the bundle prefix.
-  std::string save(const std::string& file_prefix);
+  std::string save(const std::string& file_prefix, const CheckpointOptions& options = {});
   /// Writes the bundle at exactly `file_prefix` (no counter, no state file); returns it.
-  std::string write(const std::string& file_prefix) const;
-  /// Restores from a bundle prefix, or from the latest checkpoint of a directory.
+  std::string write(const std::string& file_prefix, const CheckpointOptions& options = {}) const;
+  /// Restores from a bundle prefix, or from the latest checkpoint of a directory, in
+  /// deepflow's format or any registered one that accepts the file (TensorFlow's).
   /// Throws on a missing or damaged file and on any dtype or shape mismatch (listing
   /// every one: "model/layer_with_weights-0/kernel (dense/kernel): checkpoint has
   /// float32[784,128], the model has float32[784,64]"), before changing anything.

@@ -110,6 +110,16 @@ class CheckpointWriter {
   std::unique_ptr<Impl> impl_;
 };
 
+/// True when `prefix`.index ends in the table magic: TensorFlow's format, not deepflow's bundle.
+bool is_tf_checkpoint(const std::string& prefix);
+
+/// Makes io::Checkpoint speak TensorFlow's checkpoints (io/checkpoint_formats.h):
+/// restore() takes the ones tf.train.Checkpoint writes for Keras 3 and tf-keras models and
+/// their optimizers (matched through the object graph), and CheckpointOptions::format =
+/// "TensorFlow" writes ones TensorFlow restores into either (checkpoint_format.cpp).
+/// Idempotent; the CLI calls it at start-up.
+void register_tf_checkpoint_format();
+
 /// The bytes of n strings in a checkpoint's data file: n varint64 lengths, a masked
 /// CRC32C of the lengths, the string bytes. *crc gets the entry's (unmasked) CRC32C.
 std::string encode_string_tensor(const std::string* values, size_t n, uint32_t* crc);

@@ -85,6 +85,20 @@ std::string join(const std::vector<std::string>& path) {
 }
 }  // namespace
 
+int ObjectGraphBuilder::find(const std::vector<std::string>& path) const {
+  int id = 0;
+  for (const std::string& name : path) {
+    int next = -1;
+    for (const auto& c : graph_->nodes(id).children())
+      if (c.local_name() == name) next = c.node_id();
+    if (next < 0) return -1;
+    id = next;
+  }
+  return id;
+}
+
+bool ObjectGraphBuilder::has(const std::vector<std::string>& path) const { return find(path) >= 0; }
+
 int ObjectGraphBuilder::node(const std::vector<std::string>& path, bool create) {
   int id = 0;
   for (const std::string& name : path) {
@@ -106,15 +120,35 @@ int ObjectGraphBuilder::node(const std::vector<std::string>& path, bool create) 
 
 std::string ObjectGraphBuilder::add_variable(const std::vector<std::string>& path) {
   DF_CHECK(!path.empty(), "[tf::ObjectGraphBuilder] a variable needs a non-empty path");
-  const int id = node(path, true);
-  DF_CHECK(graph_->nodes(id).attributes_size() == 0, "[tf::ObjectGraphBuilder] '", join(path),
-           "' already holds a variable");
   const std::string key = join(path) + "/.ATTRIBUTES/VARIABLE_VALUE";
-  auto* a = graph_->mutable_nodes(id)->add_attributes();
-  a->set_name("VARIABLE_VALUE");
-  a->set_full_name(path.back());
-  a->set_checkpoint_key(key);
+  add_attribute(path, "VARIABLE_VALUE", key, path.back());
   return key;
+}
+
+void ObjectGraphBuilder::add_attribute(const std::vector<std::string>& path, const std::string& attribute,
+                                       const std::string& checkpoint_key, const std::string& full_name) {
+  DF_CHECK(!path.empty(), "[tf::ObjectGraphBuilder] an attribute needs a non-empty path");
+  const int id = node(path, true);
+  for (const auto& a : graph_->nodes(id).attributes())
+    DF_CHECK(a.name() != attribute, "[tf::ObjectGraphBuilder] '", join(path), "' already holds a variable");
+  auto* a = graph_->mutable_nodes(id)->add_attributes();
+  a->set_name(attribute);
+  a->set_full_name(full_name);
+  a->set_checkpoint_key(checkpoint_key);
+}
+
+void ObjectGraphBuilder::add_alias(const std::vector<std::string>& parent_path, const std::string& local_name,
+                                   const std::vector<std::string>& target_path) {
+  const int target = node(target_path, false);
+  const int parent = node(parent_path, true);
+  for (const auto& c : graph_->nodes(parent).children())
+    DF_CHECK(c.local_name() != local_name || c.node_id() == target, "[tf::ObjectGraphBuilder] '", join(parent_path),
+             "' already has a child '", local_name, "'");
+  for (const auto& c : graph_->nodes(parent).children())
+    if (c.local_name() == local_name) return;
+  auto* ref = graph_->mutable_nodes(parent)->add_children();
+  ref->set_node_id(target);
+  ref->set_local_name(local_name);
 }
 
 std::string ObjectGraphBuilder::add_slot(const std::vector<std::string>& variable_path,

@@ -48,6 +48,18 @@ class ObjectGraphBuilder {
   /// A variable at `path` (local names from the root, unescaped): returns its checkpoint
   /// key "<escaped path>/.ATTRIBUTES/VARIABLE_VALUE". Throws if the path already holds one.
   std::string add_variable(const std::vector<std::string>& path);
+  /// An attribute ("VARIABLE_VALUE", "ITERATOR_STATE") of the object at `path` (made as
+  /// needed), saved under `checkpoint_key`; `full_name` is the variable's own name.
+  /// Throws if the object already holds that attribute.
+  void add_attribute(const std::vector<std::string>& path, const std::string& attribute,
+                     const std::string& checkpoint_key, const std::string& full_name);
+  /// A second name for an existing object: `parent_path` (made as needed) gets the child
+  /// `local_name` that is the object at `target_path`. Two trackers reach one object this
+  /// way (Keras 3's "_functional/_operations/1" and tf-keras's "layer_with_weights-0").
+  void add_alias(const std::vector<std::string>& parent_path, const std::string& local_name,
+                 const std::vector<std::string>& target_path);
+  /// True when an object exists at `path`.
+  bool has(const std::vector<std::string>& path) const;
   /// An optimizer slot (Keras 2 / TF optimizers: "m", "v") of the variable at
   /// `variable_path`, owned by the optimizer at `optimizer_path` (both added before).
   /// Returns "<variable path>/.OPTIMIZER_SLOT/<optimizer path>/<slot>/.ATTRIBUTES/VARIABLE_VALUE".
@@ -57,6 +69,7 @@ class ObjectGraphBuilder {
 
  private:
   int node(const std::vector<std::string>& path, bool create);
+  int find(const std::vector<std::string>& path) const;
   std::unique_ptr<tensorflow::TrackableObjectGraph> graph_;
 };
 

@@ -7,6 +7,7 @@
 
 #include "bind.h"
 #include "deepflow/core/error.h"
+#include "deepflow/tf/checkpoint.h"
 
 namespace deepflow::py {
 namespace {
@@ -36,6 +37,8 @@ NB_MODULE(_deepflow, m) {
   // Tensors held by module globals (the error factory, caches of traced functions) are
   // still alive at interpreter exit, which nanobind would report as leaks.
   nb::set_leak_warnings(false);
+  // tf.train.Checkpoint.restore takes checkpoints TensorFlow wrote (object graph matched).
+  deepflow::tf::register_tf_checkpoint_format();
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);

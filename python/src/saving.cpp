@@ -126,8 +126,12 @@ void bind_checkpoint(nb::module_& m) {
         io::Trackable root = trackable_of(objects, "");
         new (self) io::Checkpoint(root.children());
       })
-      .def("save", &io::Checkpoint::save, nb::call_guard<nb::gil_scoped_release>())
-      .def("write", &io::Checkpoint::write, nb::call_guard<nb::gil_scoped_release>())
+      .def("save", [](io::Checkpoint& c, const std::string& prefix, const std::string& format) {
+             return c.save(prefix, {.format = format});
+           }, nb::arg("file_prefix"), nb::arg("format") = "", nb::call_guard<nb::gil_scoped_release>())
+      .def("write", [](io::Checkpoint& c, const std::string& prefix, const std::string& format) {
+             return c.write(prefix, {.format = format});
+           }, nb::arg("file_prefix"), nb::arg("format") = "", nb::call_guard<nb::gil_scoped_release>())
       .def("restore", &io::Checkpoint::restore, nb::call_guard<nb::gil_scoped_release>())
       .def_prop_ro("save_counter", &io::Checkpoint::save_counter)
       .def("keys", &io::Checkpoint::keys);

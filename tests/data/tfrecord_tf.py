@@ -4,6 +4,14 @@
     tfrecord_tf.py write DIR N   TF writes N tf.train.Examples to DIR/{none,zlib,gzip}.tfrecord
                                  (one file per compression type), prints the dump once
     tfrecord_tf.py read DIR      TF reads and parses the three files, prints each one's dump
+    tfrecord_tf.py bytes DIR P   TF reads DIR/P_{none,zlib,gzip}.tfrecord with TFRecordDataset,
+                                 prints "file F", then each record as "<hex of its bytes> <dump>"
+
+`write` also leaves DIR/records.hex, the hex of each serialized Example TF wrote. Examples
+are serialized with deterministic=True (map entries sorted by name): protobuf leaves the
+order of a map's entries unspecified otherwise, and ours are sorted. No feature name is a
+prefix of another: Python's protobuf (upb) puts a longer key before its own prefix ("eb"
+before "e") where C++'s protobuf and ours sort plainly.
 
 One process for all three files: importing TensorFlow takes seconds. The dump is one line per record, features sorted by
 name: `name=kind:v,v` with kind float (the 8 hex digits of each float32's bits), int64
@@ -52,16 +60,32 @@ def write(directory, n):
             "s": tf.train.Feature(bytes_list=tf.train.BytesList(value=[f"name{i}".encode(), "ünï".encode()])),
             "b": tf.train.Feature(bytes_list=tf.train.BytesList(value=[bytes(range(i % 7 + 1)) * (i + 1)])),
         }
-        if i % 3 == 0:
+        if i % 3 == 0:  # empty lists of every kind
             feature["e"] = tf.train.Feature(float_list=tf.train.FloatList(value=[]))
-        records.append(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+            feature["zero_ints"] = tf.train.Feature(int64_list=tf.train.Int64List(value=[]))
+            feature["zero_bytes"] = tf.train.Feature(bytes_list=tf.train.BytesList(value=[]))
+        example = tf.train.Example(features=tf.train.Features(feature=feature))
+        records.append(example.SerializeToString(deterministic=True))
     for compression in COMPRESSIONS:
         options = tf.io.TFRecordOptions(compression_type="" if compression == "NONE" else compression)
         with tf.io.TFRecordWriter(os.path.join(directory, compression.lower() + ".tfrecord"), options) as w:
             for r in records:
                 w.write(r)
+    with open(os.path.join(directory, "records.hex"), "w") as f:
+        f.write("".join(r.hex() + "\n" for r in records))
     for r in records:
         print(dump(r))
+
+
+def read_bytes(directory, prefix):
+    for compression in COMPRESSIONS:
+        name = "%s_%s.tfrecord" % (prefix, compression.lower())
+        print("file " + name)
+        ds = tf.data.TFRecordDataset([os.path.join(directory, name)],
+                                     compression_type="" if compression == "NONE" else compression)
+        for record in ds:
+            serialized = record.numpy()
+            print(serialized.hex() + " " + dump(serialized))
 
 
 def read(directory):
@@ -88,5 +112,7 @@ def read_file(path, compression):
 if __name__ == "__main__":
     if sys.argv[1] == "write":
         write(sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1] == "bytes":
+        read_bytes(sys.argv[2], sys.argv[3])
     else:
         read(sys.argv[2])

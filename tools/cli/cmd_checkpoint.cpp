@@ -86,17 +86,6 @@ nlohmann::json values_json(const Tensor& t) {
   return out;
 }
 
-// True when the index ends in the LevelDB table magic of TensorFlow's checkpoints.
-bool is_tf_checkpoint(const std::string& prefix) {
-  const std::string index = tf::checkpoint_index_path(prefix);
-  FILE* f = std::fopen(index.c_str(), "rb");
-  if (!f) return false;
-  char tail[tf::kTableFooterSize];
-  const bool ok = std::fseek(f, -long(sizeof tail), SEEK_END) == 0 && std::fread(tail, 1, sizeof tail, f) == sizeof tail;
-  std::fclose(f);
-  return ok && tf::has_table_magic(std::string_view(tail, sizeof tail));
-}
-
 std::string tf_dtype_text(int tf_dtype) {
   const std::optional<DType> d = tf::dtype_from_tf(tf_dtype);
   return d ? dtype_name(*d) : tf::tf_dtype_name(tf_dtype);
@@ -172,7 +161,7 @@ void inspect_tf(const InspectOptions& o, const std::string& prefix) {
 
 void inspect(const InspectOptions& o) {
   const std::string prefix = resolve_prefix(o.path);
-  if (is_tf_checkpoint(prefix)) return inspect_tf(o, prefix);
+  if (tf::is_tf_checkpoint(prefix)) return inspect_tf(o, prefix);
   io::BundleReader reader(prefix, {.mmap = true});
   const std::vector<std::string> keys = reader.keys();
 

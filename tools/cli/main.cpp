@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "deepflow/core/error.h"
+#include "deepflow/tf/checkpoint.h"
 #include "deepflow/tf/saved_model.h"
 
 int main(int argc, char** argv) {
@@ -21,6 +22,8 @@ int main(int argc, char** argv) {
   app.footer("Run 'deepflow <command> --help' for the options of a command.");
   // SavedModels written by TensorFlow load wherever deepflow's do (saved_model, serve).
   deepflow::tf::register_tf_saved_model_format();
+  // So do TensorFlow's checkpoints, for io::Checkpoint's restore.
+  deepflow::tf::register_tf_checkpoint_format();
   for (deepflow::cli::CommandSetup setup : deepflow::cli::registered_commands()) setup(app);
   try {
     app.parse(argc, argv);
