@@ -28,8 +28,8 @@ def test_sequential_round_trip_resumes_training_exactly(tmp_path):
         m.compile(optimizer=tf.keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"])
     straight.fit(X, Y, batch_size=16, epochs=3, shuffle=False, verbose=0)
     resumed.fit(X, Y, batch_size=16, epochs=2, shuffle=False, verbose=0)
-    resumed.save(tmp_path / "m.keras")
-    loaded = tf.keras.models.load_model(tmp_path / "m.keras")
+    resumed.save(tmp_path / "m")  # a SavedModel directory keeps the optimizer state
+    loaded = tf.keras.models.load_model(tmp_path / "m")
     assert isinstance(loaded, tf.keras.Sequential)
     assert int(loaded.optimizer.iterations.numpy()) == 6
     np.testing.assert_array_equal(loaded.predict(X, verbose=0), resumed.predict(X, verbose=0))
@@ -106,8 +106,8 @@ def test_custom_layers_and_subclassed_models_come_back_as_their_classes(tmp_path
     net = _Net(5)
     net.compile("adam", "mse")
     net.fit(X, Y, epochs=1, verbose=0)
-    net.save(tmp_path / "net.keras")
-    loaded = tf.keras.models.load_model(tmp_path / "net.keras")
+    net.save(tmp_path / "net")
+    loaded = tf.keras.models.load_model(tmp_path / "net")
     assert type(loaded) is _Net and loaded.units == 5
     np.testing.assert_array_equal(loaded.predict(X, verbose=0), net.predict(X, verbose=0))
     assert int(loaded.optimizer.iterations.numpy()) == 2
@@ -119,6 +119,24 @@ def test_custom_layers_and_subclassed_models_come_back_as_their_classes(tmp_path
         tf.keras.models.load_model(tmp_path / "lone")
     again = tf.keras.models.load_model(tmp_path / "lone", custom_objects={"_Unregistered": _Unregistered})
     np.testing.assert_array_equal(again.predict(X, verbose=0), lone.predict(X, verbose=0))
+
+
+def test_keras_files_are_keras_3_zips(tmp_path):
+    import zipfile
+    a, b = tf.keras.Input((4,), name="a"), tf.keras.Input((2,), name="b")
+    h = tf.keras.layers.Concatenate()([tf.keras.layers.Dense(3, activation="tanh")(a), b])
+    model = tf.keras.Model([a, b], tf.keras.layers.Dense(2)(h))
+    xs = [X[:5], X[:5, :2]]
+    model.save(tmp_path / "f.keras")
+    assert zipfile.is_zipfile(tmp_path / "f.keras")
+    names = set(zipfile.ZipFile(tmp_path / "f.keras").namelist())
+    assert {"config.json", "metadata.json", "model.weights.h5"} <= names
+    loaded = tf.keras.models.load_model(tmp_path / "f.keras")
+    np.testing.assert_allclose(loaded.predict(xs, verbose=0), model.predict(xs, verbose=0), rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match=r"\[Model.save\] .*net.keras: a .keras file holds Sequential"):
+        net = _Net(2)
+        net(X[:1])
+        net.save(tmp_path / "net.keras")
 
 
 def test_save_errors(tmp_path):
