@@ -126,21 +126,25 @@ void var_groups(const Layer& layer, const std::string& path, const Config* entry
     }
     return;
   }
+  // A front end's layer object that wraps one core layer (the Python classes) stands for it.
+  const Layer* inner = &layer;
+  while (inner->layers().size() == 1 && inner->layers()[0]->weights().size() == inner->weights().size())
+    inner = inner->layers()[0].get();
   if (cls == "LSTM" || cls == "GRU" || cls == "SimpleRNN") {
     // Keras 3's recurrent layers hold their variables in their cell.
     out.push_back({join(path, "vars"), {}, layer.name()});
     out.push_back({join(path, "cell/vars"), layer.weights(), layer.name()});
     return;
   }
-  if (cls == "Bidirectional" && layer.layers().size() == 2) {
+  if (cls == "Bidirectional" && inner->layers().size() == 2) {
     out.push_back({join(path, "vars"), {}, layer.name()});
     out.push_back({join(path, "forward_layer/vars"), {}, layer.name()});
-    out.push_back({join(path, "forward_layer/cell/vars"), layer.layers()[0]->weights(), layer.name()});
+    out.push_back({join(path, "forward_layer/cell/vars"), inner->layers()[0]->weights(), layer.name()});
     out.push_back({join(path, "backward_layer/vars"), {}, layer.name()});
-    out.push_back({join(path, "backward_layer/cell/vars"), layer.layers()[1]->weights(), layer.name()});
+    out.push_back({join(path, "backward_layer/cell/vars"), inner->layers()[1]->weights(), layer.name()});
     return;
   }
-  DF_CHECK(layer.layers().empty(), who, "layer '", layer.name(), "' (class ", cls,
+  DF_CHECK(inner->layers().empty(), who, "layer '", layer.name(), "' (class ", cls,
            ") keeps weights in sublayers, and deepflow does not know where Keras files put those of a ", cls);
   out.push_back({join(path, "vars"), layer.weights(), layer.name()});
 }

@@ -139,6 +139,46 @@ def test_keras_files_are_keras_3_zips(tmp_path):
         net.save(tmp_path / "net.keras")
 
 
+_KERAS3_SIDE = """
+import os, sys
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+import keras, numpy as np
+d = sys.argv[1]
+x = np.load(os.path.join(d, "x.npy"))
+if sys.argv[2] == "write":
+    keras.utils.set_random_seed(3)
+    i = keras.Input((4,))
+    h = keras.layers.BatchNormalization()(keras.layers.Dense(6, activation="relu")(i))
+    m = keras.Model(i, keras.layers.Dense(2)(h))
+    m.compile("adam", "mse")
+    m.fit(x, x[:, :2], epochs=2, verbose=0)
+    m.save(os.path.join(d, "theirs.keras"))
+    np.save(os.path.join(d, "theirs.npy"), m.predict(x, verbose=0))
+else:
+    np.save(os.path.join(d, "ours_in_keras.npy"), keras.models.load_model(os.path.join(d, "ours.keras")).predict(x, verbose=0))
+"""
+
+
+def test_keras_files_cross_load_with_keras_3(tmp_path):
+    import subprocess
+    from tf_oracle import PEERS_PYTHON, oracle_missing
+    if not os.path.exists(PEERS_PYTHON):
+        oracle_missing(f"no Keras 3: {PEERS_PYTHON} is missing (make peers)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENBLAS_")}
+    np.save(tmp_path / "x.npy", X[:6])
+
+    def keras3(mode):
+        subprocess.run([PEERS_PYTHON, "-c", _KERAS3_SIDE, str(tmp_path), mode], check=True, env=env)
+    keras3("write")
+    theirs = tf.keras.models.load_model(tmp_path / "theirs.keras")
+    np.testing.assert_allclose(theirs.predict(X[:6], verbose=0), np.load(tmp_path / "theirs.npy"), rtol=1e-4, atol=1e-5)
+    ours = _mlp()
+    ours.save(tmp_path / "ours.keras")
+    keras3("read")
+    np.testing.assert_allclose(np.load(tmp_path / "ours_in_keras.npy"), ours.predict(X[:6], verbose=0), rtol=1e-4,
+                               atol=1e-5)
+
+
 def test_save_errors(tmp_path):
     m = _mlp()
     with pytest.raises(NotImplementedError, match=r"\[Model.save\] .*\.h5"):

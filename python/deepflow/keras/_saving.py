@@ -201,6 +201,32 @@ def _is_keras_file(path):
     return path.endswith(".keras") or path.endswith(".h5") or path.endswith(".hdf5")
 
 
+def _plain_file_config(value):
+    """A Keras file's config in the form model_from_config reads: dtype policies as their
+    names (Keras 3 writes {"class_name": "DTypePolicy", ...}), and tf-keras's inbound nodes
+    ([[layer, node, tensor, kwargs], ...]) as Keras 3's {"args", "kwargs"}."""
+    if isinstance(value, list):
+        return [_plain_file_config(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {}
+    for k, v in value.items():
+        if k == "dtype" and isinstance(v, dict) and "DTypePolicy" in str(v.get("class_name")):
+            v = (v.get("config") or {}).get("name", "float32")
+        elif k == "inbound_nodes" and isinstance(v, list):
+            v = [_keras3_node(n) for n in v]
+        out[k] = _plain_file_config(v)
+    return out
+
+
+def _keras3_node(node):
+    if isinstance(node, dict):  # Keras 3 records unset call arguments ("mask": None)
+        kwargs = {k: v for k, v in (node.get("kwargs") or {}).items() if v is not None}
+        return dict(node, kwargs=kwargs)
+    tensors = [{"class_name": "__keras_tensor__", "config": {"keras_history": list(h[:3])}} for h in node]
+    return {"args": tensors if len(tensors) == 1 else [tensors], "kwargs": {}}
+
+
 def save_model(model, filepath, overwrite=True, include_optimizer=True, **kwargs):
     """model.save: a Keras 3 ".keras" file for a path ending so (Sequential and functional
     models: config and weights, which keras.models.load_model reads; no optimizer state),
@@ -262,7 +288,7 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
     or legacy ".h5" file (Keras 3's or tf-keras's) gives its model and weights, uncompiled."""
     path = os.fspath(filepath)
     if _is_keras_file(path) and os.path.isfile(path):
-        model = model_from_config(json.loads(_deepflow._keras_file_config(path)), custom_objects)
+        model = model_from_config(_plain_file_config(json.loads(_deepflow._keras_file_config(path))), custom_objects)
         _deepflow._keras_file_restore_weights(model, path)
         return model
     meta = json.loads(_deepflow._keras_read_metadata(path))
