@@ -59,6 +59,8 @@ void import_file(const ImportOptions& o) {
     DF_CHECK(o.inputs.empty() && o.outputs.empty(), "[tf import] ", o.file,
              ": --inputs / --outputs apply to GraphDefs; a Keras model's signature is its Input and output layers");
     keras::ModelPtr m = keras::load_model(o.file);
+    // "/models/clf/1": the version directory's parent may not exist yet.
+    if (const fs::path parent = fs::path(o.dest).parent_path(); !parent.empty()) fs::create_directories(parent);
     keras::save_model(*m, o.dest, {.overwrite = o.overwrite});
     std::cout << "Imported Keras model '" << m->name() << "' (" << m->count_params() << " parameters) from " << o.file
               << " to SavedModel " << o.dest << " (signature " << io::kDefaultServingSignatureKey << ")\n";
