@@ -305,7 +305,10 @@ std::optional<std::string> Group::string_attr1(const std::string& name) const {
 
 Group Group::create_group(const std::string& name) const {
   Lock lock;
-  Handle h(H5Gcreate2(h_.get(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  // No modification times in the object headers: the same model gives the same bytes.
+  Handle gcpl(H5Pcreate(H5P_GROUP_CREATE));
+  H5Pset_obj_track_times(gcpl.get(), 0);
+  Handle h(H5Gcreate2(h_.get(), name.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT));
   if (!h.valid()) h5_fail(*st_, "cannot create group '" + join(path_, name) + "'");
   return Group(st_, std::move(h), join(path_, name));
 }
@@ -322,7 +325,9 @@ void Group::write_dataset(const std::string& name, const Tensor& value) const {
   // The file type is the memory type in little-endian order: what numpy writes here.
   Handle file_type(H5Tcopy(mem.get()));
   H5Tset_order(file_type.get(), H5T_ORDER_LE);
-  Handle d(H5Dcreate2(h_.get(), name.c_str(), file_type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  Handle dcpl(H5Pcreate(H5P_DATASET_CREATE));
+  H5Pset_obj_track_times(dcpl.get(), 0);
+  Handle d(H5Dcreate2(h_.get(), name.c_str(), file_type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
   if (!d.valid()) h5_fail(*st_, "cannot create " + what);
   const Tensor dense = value.clone();  // contiguous, and safe from a concurrent assign
   if (dense.size() > 0 && H5Dwrite(d.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, dense.raw_data()) < 0)
