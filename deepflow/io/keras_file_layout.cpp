@@ -144,6 +144,19 @@ void var_groups(const Layer& layer, const std::string& path, const Config* entry
     out.push_back({join(path, "backward_layer/cell/vars"), inner->layers()[1]->weights(), layer.name()});
     return;
   }
+  if (cls == "MultiHeadAttention" && inner->layers().empty() && layer.weights().size() % 4 == 0) {
+    // Keras 3 keeps each projection in an EinsumDense attribute (Keras 3.15 under its
+    // public name; older files under "_query_dense", which the reader also tries); ours
+    // are query, key, value, output (kernel, then bias when used), with Keras's shapes.
+    const std::vector<Variable> w = layer.weights();
+    const size_t per = w.size() / 4;
+    out.push_back({join(path, "vars"), {}, layer.name()});
+    const char* parts[] = {"query_dense", "key_dense", "value_dense", "output_dense"};
+    for (size_t i = 0; i < 4; ++i)
+      out.push_back({join(path, std::string(parts[i]) + "/vars"),
+                     std::vector<Variable>(w.begin() + long(i * per), w.begin() + long((i + 1) * per)), layer.name()});
+    return;
+  }
   DF_CHECK(inner->layers().empty(), who, "layer '", layer.name(), "' (class ", cls,
            ") keeps weights in sublayers, and deepflow does not know where Keras files put those of a ", cls);
   out.push_back({join(path, "vars"), layer.weights(), layer.name()});

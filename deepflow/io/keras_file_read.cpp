@@ -166,6 +166,13 @@ void load_keras3_weights(Model& model, const Config& config, const io::h5::File&
     if (old_names)
       for (size_t p = path.find("layers"); p != std::string::npos; p = path.find("layers", p + 30))
         if (p == 0 || path[p - 1] == '/') path.replace(p, 6, "_layer_checkpoint_dependencies");
+    if (!root.has_group(path) && path.size() > 5) {
+      // Older Keras releases saved some sublayers under their private names ("_key_dense").
+      const size_t slash = path.rfind('/', path.size() - 6);
+      std::string alt = path;
+      alt.insert(slash == std::string::npos ? 0 : slash + 1, "_");
+      if (root.has_group(alt)) path = alt;
+    }
     if (!root.has_group(path)) {
       DF_CHECK(g.vars.empty(), at, "layer '", g.layer, "' has ", g.vars.size(), " weights but ", kWeightsMember,
                " has no group '", path, "'");
