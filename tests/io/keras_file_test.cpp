@@ -3,8 +3,8 @@
 // run in the peers environment, its files cached in the build tree): .keras files Keras 3
 // wrote and legacy .h5 files tf-keras wrote load here and predict as Keras did; .keras
 // files we write load in Keras 3 and predict as we do, and back here; a layer class we
-// lack is named; every truncation of a small file and of its weights member is a clean
-// error naming the file.
+// lack is named; the TF corpus's Keras files (data/tf_models) match Keras; every
+// truncation of a small file and of its weights member is a clean error naming the file.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -108,6 +108,36 @@ TEST(KerasFile, UnknownLayerClassIsNamedWithItsLayer) {
   const std::string msg = error_of([&] { load_model(path); });
   EXPECT_THAT(msg, HasSubstr("[keras.load_model] " + path));
   EXPECT_THAT(msg, HasSubstr("'unit_norm' (class UnitNormalization)"));
+}
+
+// The Keras files of the TF corpus (data/tf_models, written by TensorFlow 2.21 at install
+// time): each case's outputs within 1e-4 of Keras's (`keras`: the .keras file's, `tf_keras`:
+// the .h5 file's).
+void check_corpus(const std::string& model, const std::string& file, const std::string& variant) {
+  const fs::path dir = fs::path(DEEPFLOW_TESTS_SOURCE_ROOT) / "data" / "tf_models" / model;
+  if (!fs::exists(dir / file)) DEEPFLOW_ORACLE_MISSING("the TF corpus has no " << (dir / file).string());
+  ModelPtr m = load_model((dir / file).string());
+  int checked = 0;
+  for (const auto& c : fs::directory_iterator(dir / "cases")) {
+    const fs::path outs = c.path() / variant / "serving_default";
+    if (!fs::exists(c.path() / "in") || !fs::exists(outs)) continue;
+    std::vector<fs::path> ins, want;
+    for (const auto& p : fs::directory_iterator(c.path() / "in")) ins.push_back(p.path());
+    for (const auto& p : fs::directory_iterator(outs)) want.push_back(p.path());
+    ASSERT_EQ(ins.size(), 1u) << c.path();
+    ASSERT_EQ(want.size(), 1u) << outs;
+    expect_close(m->predict(TensorList{io::read_npy(ins[0].string())})[0], io::read_npy(want[0].string()),
+                 model + "/" + file + " " + c.path().filename().string());
+    ++checked;
+  }
+  EXPECT_GT(checked, 0) << model;
+}
+
+TEST(KerasFile, TfCorpusKeras3Files) {
+  for (const char* model : {"mlp", "cnn", "transformer"}) check_corpus(model, "model.keras", "keras");
+}
+TEST(KerasFile, TfCorpusTfKerasH5Files) {
+  for (const char* model : {"mlp", "cnn", "transformer"}) check_corpus(model, "model.h5", "tf_keras");
 }
 
 // --- models built here ---
