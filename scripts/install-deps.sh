@@ -28,6 +28,7 @@ build=(
   libc-ares-dev libre2-dev libabsl-dev
   libonnx-dev                                   # ONNX import/export
   libsnappy-dev                                 # Snappy blocks in TensorFlow checkpoint indexes
+  libhdf5-dev libzip-dev                        # Keras files: model.weights.h5 / legacy .h5, the .keras zip
 )
 test=(
   python3-grpcio python3-protobuf wrk time curl # serving tests (a Python gRPC client) and bench/serving

@@ -8,7 +8,9 @@
 #include <set>
 
 #include "deepflow/core/error.h"
+#include "deepflow/io/atomic_file.h"
 #include "deepflow/io/bundle.h"
+#include "deepflow/io/keras_file.h"
 #include "deepflow/io/saved_model.h"
 #include "deepflow/keras/serialization.h"
 
@@ -106,6 +108,11 @@ void restore(const std::vector<Variable>& targets, const Config& saved_names, co
 
 void save_model(Model& model, const std::string& dir, const SaveModelOptions& options) {
   const std::string at = "[keras.save_model] " + dir + ": ";
+  if (is_keras_file_path(dir)) {  // "x.keras": Keras 3's file, as Keras's model.save does
+    DF_CHECK(options.overwrite || !io::detail::file_exists(dir), at, "the file exists and overwrite is false");
+    save_keras_file(model, dir);
+    return;
+  }
   const Config model_config = is_config_model(model) ? model_to_config(model) : Config(nullptr);
   const std::vector<Variable> weights = model.weights();
   OptimizerPtr optimizer = model.optimizer();
@@ -219,6 +226,7 @@ auto with_load_errors(const std::string& dir, F&& body) {
 
 ModelPtr load_model(const std::string& dir, const LoadModelOptions& options) {
   const std::string at = "[keras.load_model] " + dir + ": ";
+  if (is_keras_file_path(dir)) return load_keras_file(dir);
   const SavedKeras saved = read_saved_keras(dir);
   const Config& meta = saved.meta;
   DF_CHECK(!meta["model_config"].is_null(), at, "model '", meta.value("name", ""), "' is a subclassed model (class ",

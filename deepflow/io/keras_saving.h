@@ -27,6 +27,10 @@
 //     learning rate and slots. They are matched back by position through the name lists,
 //     so a custom layer that does not keep its name still loads.
 //
+// A path ending in ".keras", ".h5" or ".hdf5" is a Keras file instead (keras_file.h):
+// save_model writes Keras 3's .keras format (Keras 3 loads it), load_model reads .keras
+// files and tf-keras's legacy .h5 files; the SavedModel options do not apply to them.
+//
 // load_model rebuilds the model from its config (custom layers must be registered:
 // an unknown class is "[keras.load_model] <dir>: [keras.layers.deserialize] unknown layer
 // class 'Foo'; register it with ..."), assigns the weights (checking each dtype and shape),

@@ -146,6 +146,15 @@ TensorList call_layer(Layer& layer, const TensorList& inputs, std::optional<bool
       for (const Tensor& y : outputs) layer.output_shapes_.push_back(y.defined() ? y.shape() : Shape{});
     }
     if (symbolic) {
+      // A layer that passes an input through (Dropout at inference) still gives a tensor of
+      // its own: histories are keyed by tensor id, and the input's must stay its producer's.
+      for (Tensor& y : outputs) {
+        bool passed_through = false;
+        for (size_t i = 0; i < inputs.size(); ++i)
+          passed_through |= y.defined() && ((inputs[i].defined() && y.id() == inputs[i].id()) ||
+                                            (cast_inputs[i].defined() && y.id() == cast_inputs[i].id()));
+        if (passed_through) y = identity(y);
+      }
       auto node = std::make_shared<LayerNode>(LayerNode{layer.shared_from_this(), inputs, outputs});
       for (const Tensor& y : outputs)
         if (y.defined()) f.history[y.id()] = node;

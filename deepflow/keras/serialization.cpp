@@ -215,7 +215,14 @@ std::vector<History> inbound_tensors(const Config& node, const std::string& laye
   };
   if (node.is_object()) walk(node.at("args"));
   else if (node.is_array())
-    for (const Config& h : node) add(h);
+    for (const Config& h : node) {
+      add(h);
+      // Keras 2 put further tensor arguments in the call's kwargs (MultiHeadAttention's value, key).
+      if (h.is_array() && h.size() >= 4 && h[3].is_object())
+        for (const char* key : {"value", "key"})
+          if (h[3].contains(key) && h[3][key].is_array() && h[3][key].size() >= 3 && h[3][key][0].is_string())
+            add(h[3][key]);
+    }
   DF_CHECK(!out.empty(), "[keras.models.model_from_config] layer '", layer, "' has an inbound node without inputs: ",
            node.dump());
   return out;

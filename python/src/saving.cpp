@@ -14,6 +14,7 @@
 #include "bind.h"
 #include "deepflow/io/checkpoint.h"
 #include "deepflow/io/checkpoint_manager.h"
+#include "deepflow/io/keras_file.h"
 #include "deepflow/io/keras_saving.h"
 #include "deepflow/io/saved_model.h"
 
@@ -107,6 +108,8 @@ void bind_keras_saving(nb::module_& m) {
   }, nb::arg("model"), nb::arg("dir"), nb::arg("include_optimizer"), nb::arg("overwrite"), nb::arg("extra_metadata"),
      nb::arg("signature").none());
   m.def("_keras_read_metadata", &k::read_model_metadata);
+  m.def("_keras_file_config", &k::read_keras_file_config);
+  m.def("_keras_file_restore_weights", &k::restore_keras_file_weights);
   m.def("_keras_restore_state", &k::restore_model_state);
 }
 

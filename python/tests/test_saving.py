@@ -28,8 +28,8 @@ def test_sequential_round_trip_resumes_training_exactly(tmp_path):
         m.compile(optimizer=tf.keras.optimizers.Adam(0.01), loss="mse", metrics=["mae"])
     straight.fit(X, Y, batch_size=16, epochs=3, shuffle=False, verbose=0)
     resumed.fit(X, Y, batch_size=16, epochs=2, shuffle=False, verbose=0)
-    resumed.save(tmp_path / "m.keras")
-    loaded = tf.keras.models.load_model(tmp_path / "m.keras")
+    resumed.save(tmp_path / "m")  # a SavedModel directory keeps the optimizer state
+    loaded = tf.keras.models.load_model(tmp_path / "m")
     assert isinstance(loaded, tf.keras.Sequential)
     assert int(loaded.optimizer.iterations.numpy()) == 6
     np.testing.assert_array_equal(loaded.predict(X, verbose=0), resumed.predict(X, verbose=0))
@@ -106,8 +106,8 @@ def test_custom_layers_and_subclassed_models_come_back_as_their_classes(tmp_path
     net = _Net(5)
     net.compile("adam", "mse")
     net.fit(X, Y, epochs=1, verbose=0)
-    net.save(tmp_path / "net.keras")
-    loaded = tf.keras.models.load_model(tmp_path / "net.keras")
+    net.save(tmp_path / "net")
+    loaded = tf.keras.models.load_model(tmp_path / "net")
     assert type(loaded) is _Net and loaded.units == 5
     np.testing.assert_array_equal(loaded.predict(X, verbose=0), net.predict(X, verbose=0))
     assert int(loaded.optimizer.iterations.numpy()) == 2
@@ -119,6 +119,64 @@ def test_custom_layers_and_subclassed_models_come_back_as_their_classes(tmp_path
         tf.keras.models.load_model(tmp_path / "lone")
     again = tf.keras.models.load_model(tmp_path / "lone", custom_objects={"_Unregistered": _Unregistered})
     np.testing.assert_array_equal(again.predict(X, verbose=0), lone.predict(X, verbose=0))
+
+
+def test_keras_files_are_keras_3_zips(tmp_path):
+    import zipfile
+    a, b = tf.keras.Input((4,), name="a"), tf.keras.Input((2,), name="b")
+    h = tf.keras.layers.Concatenate()([tf.keras.layers.Dense(3, activation="tanh")(a), b])
+    model = tf.keras.Model([a, b], tf.keras.layers.Dense(2)(h))
+    xs = [X[:5], X[:5, :2]]
+    model.save(tmp_path / "f.keras")
+    assert zipfile.is_zipfile(tmp_path / "f.keras")
+    names = set(zipfile.ZipFile(tmp_path / "f.keras").namelist())
+    assert {"config.json", "metadata.json", "model.weights.h5"} <= names
+    loaded = tf.keras.models.load_model(tmp_path / "f.keras")
+    np.testing.assert_allclose(loaded.predict(xs, verbose=0), model.predict(xs, verbose=0), rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match=r"\[Model.save\] .*net.keras: a .keras file holds Sequential"):
+        net = _Net(2)
+        net(X[:1])
+        net.save(tmp_path / "net.keras")
+
+
+_KERAS3_SIDE = """
+import os, sys
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+import keras, numpy as np
+d = sys.argv[1]
+x = np.load(os.path.join(d, "x.npy"))
+if sys.argv[2] == "write":
+    keras.utils.set_random_seed(3)
+    i = keras.Input((4,))
+    h = keras.layers.BatchNormalization()(keras.layers.Dense(6, activation="relu")(i))
+    m = keras.Model(i, keras.layers.Dense(2)(h))
+    m.compile("adam", "mse")
+    m.fit(x, x[:, :2], epochs=2, verbose=0)
+    m.save(os.path.join(d, "theirs.keras"))
+    np.save(os.path.join(d, "theirs.npy"), m.predict(x, verbose=0))
+else:
+    np.save(os.path.join(d, "ours_in_keras.npy"), keras.models.load_model(os.path.join(d, "ours.keras")).predict(x, verbose=0))
+"""
+
+
+def test_keras_files_cross_load_with_keras_3(tmp_path):
+    import subprocess
+    from tf_oracle import PEERS_PYTHON, oracle_missing
+    if not os.path.exists(PEERS_PYTHON):
+        oracle_missing(f"no Keras 3: {PEERS_PYTHON} is missing (make peers)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENBLAS_")}
+    np.save(tmp_path / "x.npy", X[:6])
+
+    def keras3(mode):
+        subprocess.run([PEERS_PYTHON, "-c", _KERAS3_SIDE, str(tmp_path), mode], check=True, env=env)
+    keras3("write")
+    theirs = tf.keras.models.load_model(tmp_path / "theirs.keras")
+    np.testing.assert_allclose(theirs.predict(X[:6], verbose=0), np.load(tmp_path / "theirs.npy"), rtol=1e-4, atol=1e-5)
+    ours = _mlp()
+    ours.save(tmp_path / "ours.keras")
+    keras3("read")
+    np.testing.assert_allclose(np.load(tmp_path / "ours_in_keras.npy"), ours.predict(X[:6], verbose=0), rtol=1e-4,
+                               atol=1e-5)
 
 
 def test_save_errors(tmp_path):

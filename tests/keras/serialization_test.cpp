@@ -108,7 +108,9 @@ TEST(LayerSerialization, EveryBuiltinLayerRoundTrips) {
     EXPECT_EQ(copy->losses().size(), orig.losses().size());  // regularizers came back
   }
   for (const std::string& name : registered_layers()) {
-    if (name == "Sequential" || name == "Functional" || name == "ScaleBy" || name == "Shift") continue;
+    // ReLU is read as an Activation (ReadsKerasSpellings), never written.
+    if (name == "Sequential" || name == "Functional" || name == "ScaleBy" || name == "Shift" || name == "ReLU")
+      continue;
     EXPECT_TRUE(covered.count(name)) << name << " is not tested";
   }
 }
@@ -131,6 +133,19 @@ TEST(LayerSerialization, ReadsKerasSpellings) {
   LayerPtr l = layer_from_config(c);
   EXPECT_EQ(l->get_config()["kernel_size"], Config::parse("[3, 3]"));
   EXPECT_EQ(l->get_config()["kernel_initializer"]["class_name"], "HeUniform");
+  // keras.layers.ReLU as the equivalent Activation.
+  LayerPtr relu6 = layer_from_config(Config::parse(R"({"class_name": "ReLU", "config": {"name": "r6", "max_value": 6.0,
+      "negative_slope": 0.0, "threshold": 0.0}})"));
+  EXPECT_EQ(relu6->class_name(), "Activation");
+  EXPECT_EQ(relu6->name(), "r6");
+  EXPECT_EQ(relu6->get_config()["activation"], "relu6");
+  EXPECT_EQ(layer_from_config(Config::parse(R"({"class_name": "ReLU", "config": {}})"))->get_config()["activation"],
+            "relu");
+  EXPECT_THAT(error_of([] {
+                layer_from_config(Config::parse(R"({"class_name": "ReLU", "config": {"name": "leaky",
+                    "negative_slope": 0.1}})"));
+              }),
+              HasSubstr("ReLU 'leaky': only max_value None or 6"));
   LayerPtr bn = layer_from_config(Config::parse(R"({"class_name": "BatchNormalization", "config": {"axis": [3]}})"));
   EXPECT_EQ(bn->get_config()["axis"], 3);
 }
@@ -368,6 +383,22 @@ class Subclassed : public Model {
  private:
   layers::Dense dense_{nullptr};
 };
+
+// Dropout at inference passes its input through: the functional graph must still see the
+// layers before it (the Keras files of the TF corpus have Dropout before the head).
+TEST(ModelSerialization, PassThroughLayersKeepTheGraph) {
+  Tensor in = Input({4}, "ser_pass_in");
+  Tensor h = layers::Dense(3, {.name = "ser_pass_hidden"})(in);
+  Tensor d = layers::Dropout(0.5)(h, false);
+  auto model = std::make_shared<Model>(TensorList{in}, TensorList{layers::Dense(2, {.name = "ser_pass_out"})(d)});
+  ASSERT_EQ(model->model_layers().size(), 3u);
+  EXPECT_EQ(model->model_layers()[0]->name(), "ser_pass_hidden");
+  ModelPtr copy = model_from_config(model_to_config(*model));
+  EXPECT_EQ(copy->model_layers().size(), 3u);
+  copy->set_weights(model->get_weights());
+  const Tensor x = rnd({2, 4}, 21);
+  expect_near(copy->predict(x), model->predict(x), 1e-6);
+}
 
 TEST(ModelSerialization, Errors) {
   Subclassed sub;

@@ -3,6 +3,7 @@
 //
 //   deepflow tf import frozen.pb --to saved_model /models/m/1 [--inputs x --outputs Identity:0]
 //   deepflow tf import web_model/model.json --to saved_model /models/m/1   (a TF.js graph model)
+//   deepflow tf import model.keras --to saved_model /models/m/1   # a Keras file (.keras, .h5)
 //
 // (SavedModels written by TensorFlow need no conversion: `deepflow saved_model` and
 // `deepflow serve` take them as they are.)
@@ -13,6 +14,8 @@
 
 #include "cli.h"
 #include "deepflow/core/error.h"
+#include "deepflow/io/keras_file.h"
+#include "deepflow/io/keras_saving.h"
 #include "deepflow/io/saved_model.h"
 #include "deepflow/tf/graph_def.h"
 #include "deepflow/tf/tfjs_model.h"
@@ -53,6 +56,18 @@ struct ImportOptions {
 void import_file(const ImportOptions& o) {
   DF_CHECK(o.to == "saved_model", "[tf import] --to must be saved_model, got \"", o.to, "\"");
   DF_CHECK(o.overwrite || !fs::exists(o.dest), "[tf import] ", o.dest, " exists (add --overwrite)");
+  if (keras::is_keras_file_path(o.file)) {
+    // A Keras model file: rebuilt as a Keras model, saved with its forward pass as serving_default.
+    DF_CHECK(o.inputs.empty() && o.outputs.empty(), "[tf import] ", o.file,
+             ": --inputs / --outputs apply to GraphDefs; a Keras model's signature is its Input and output layers");
+    keras::ModelPtr m = keras::load_model(o.file);
+    // "/models/clf/1": the version directory's parent may not exist yet.
+    if (const fs::path parent = fs::path(o.dest).parent_path(); !parent.empty()) fs::create_directories(parent);
+    keras::save_model(*m, o.dest, {.overwrite = o.overwrite});
+    std::cout << "Imported Keras model '" << m->name() << "' (" << m->count_params() << " parameters) from " << o.file
+              << " to SavedModel " << o.dest << " (signature " << io::kDefaultServingSignatureKey << ")\n";
+    return;
+  }
   const bool tfjs = fs::path(o.file).extension() == ".json";
   tf::GraphDefModel m = tfjs ? tf::import_tfjs_model(o.file, split_list(o.inputs), split_list(o.outputs))
                              : tf::import_graph_def(o.file, split_list(o.inputs), split_list(o.outputs));
@@ -73,12 +88,14 @@ void import_file(const ImportOptions& o) {
 }
 
 void setup_tf(CLI::App& app) {
-  CLI::App* cmd = app.add_subcommand("tf", "Import TensorFlow's frozen GraphDefs and TF.js graph models");
+  CLI::App* cmd = app.add_subcommand("tf", "Import TensorFlow's frozen GraphDefs, TF.js graph models and Keras files");
   cmd->require_subcommand(1);
   auto o = std::make_shared<ImportOptions>();
-  CLI::App* i =
-      cmd->add_subcommand("import", "A frozen GraphDef (.pb) or TF.js model.json -> a SavedModel directory");
-  i->add_option("file", o->file, "The frozen GraphDef (.pb), or a TF.js graph model's model.json")->required();
+  CLI::App* i = cmd->add_subcommand(
+      "import", "A frozen GraphDef (.pb), a TF.js model.json or a Keras file (.keras, .h5) -> a SavedModel directory");
+  i->add_option("file", o->file,
+                "The frozen GraphDef (.pb), a TF.js graph model's model.json, or a Keras model file (.keras, legacy .h5)")
+      ->required();
   i->add_option("dest", o->dest, "The SavedModel directory to write")->required();
   i->add_option("--to", o->to, "saved_model")->required()->check(CLI::IsMember({"saved_model"}));
   i->add_option("--inputs", o->inputs,

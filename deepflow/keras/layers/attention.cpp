@@ -135,7 +135,10 @@ namespace {
 
 const bool kRegistered = register_layer("MultiHeadAttention", [](const Config& c) -> LayerPtr {
   namespace ser = serialization;
-  DF_CHECK(!c.contains("attention_axes") || c["attention_axes"].is_null(), "[keras.layers.deserialize] "
+  // [1] is what None means for the (batch, sequence, features) inputs this layer takes.
+  const bool default_axes = !c.contains("attention_axes") || c["attention_axes"].is_null() ||
+                            c["attention_axes"] == Config::array({1}) || c["attention_axes"] == Config(1);
+  DF_CHECK(default_axes, "[keras.layers.deserialize] "
            "MultiHeadAttention '", ser::name_of(c), "': attention_axes is not supported, got ", c["attention_axes"].dump());
   return MultiHeadAttention(c.at("num_heads").get<int64_t>(), c.at("key_dim").get<int64_t>(),
                             MultiHeadAttentionOptions{

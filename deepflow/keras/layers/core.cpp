@@ -187,6 +187,17 @@ const bool kRegistered = [] {
   register_layer("Activation", [](const Config& c) -> LayerPtr {
     return Activation(ser::value_or<std::string>(c, "activation", "linear"), ser::name_of(c));
   });
+  // keras.layers.ReLU in the forms Keras models use (MobileNet's ReLU(6.0)), rebuilt as
+  // the equivalent Activation layer.
+  register_layer("ReLU", [](const Config& c) -> LayerPtr {
+    const double slope = ser::value_or(c, "negative_slope", 0.0), threshold = ser::value_or(c, "threshold", 0.0);
+    const auto max_value = c.contains("max_value") && !c["max_value"].is_null()
+                               ? std::optional<double>(c["max_value"].get<double>()) : std::nullopt;
+    DF_CHECK(slope == 0 && threshold == 0 && (!max_value || *max_value == 6.0), "[keras.layers.deserialize] ReLU '",
+             ser::name_of(c), "': only max_value None or 6 with negative_slope 0 and threshold 0 are supported, got ",
+             c.dump());
+    return Activation(max_value ? "relu6" : "relu", ser::name_of(c));
+  });
   register_layer("Flatten", [](const Config& c) -> LayerPtr { return Flatten(ser::name_of(c)); });
   register_layer("Reshape", [](const Config& c) -> LayerPtr {
     return Reshape(Shape(ser::ints_of(c, "target_shape")), ser::name_of(c));

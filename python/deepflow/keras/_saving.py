@@ -3,7 +3,9 @@
 back to Python models (model_from_config, model_from_json, clone_model), and the
 registry of custom classes (tf.keras.saving.register_keras_serializable).
 
-A saved model is a SavedModel directory (deepflow/io/keras_saving.h): the serving
+A path ending in ".keras" (or a legacy ".h5" to load) is Keras's own file
+(deepflow/io/keras_file.h). Otherwise a saved model is a SavedModel directory
+(deepflow/io/keras_saving.h): the serving
 signature, every weight, the optimizer's state, and the model and compile configs. The
 configs are rebuilt here into Python objects (Sequential, functional Model, the built-in
 layer classes, registered custom classes) so the loaded model is the same kind of object
@@ -195,17 +197,52 @@ def _python_metadata(model):
                        "input_shapes": [list(s) for s in model._input_shapes]}}
 
 
-def _path(filepath, who):
-    path = os.fspath(filepath)
-    if path.endswith(".h5") or path.endswith(".hdf5"):
-        raise NotImplementedError(f"[{who}] {path}: HDF5 (.h5) files are not written yet; save to a directory or a "
-                                  "'.keras' path (both are deepflow SavedModel directories)")
-    return path
+def _is_keras_file(path):
+    return path.endswith(".keras") or path.endswith(".h5") or path.endswith(".hdf5")
+
+
+def _plain_file_config(value):
+    """A Keras file's config in the form model_from_config reads: dtype policies as their
+    names (Keras 3 writes {"class_name": "DTypePolicy", ...}), and tf-keras's inbound nodes
+    ([[layer, node, tensor, kwargs], ...]) as Keras 3's {"args", "kwargs"}."""
+    if isinstance(value, list):
+        return [_plain_file_config(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {}
+    for k, v in value.items():
+        if k == "dtype" and isinstance(v, dict) and "DTypePolicy" in str(v.get("class_name")):
+            v = (v.get("config") or {}).get("name", "float32")
+        elif k == "inbound_nodes" and isinstance(v, list):
+            v = [_keras3_node(n) for n in v]
+        out[k] = _plain_file_config(v)
+    return out
+
+
+def _keras3_node(node):
+    if isinstance(node, dict):  # Keras 3 records unset call arguments ("mask": None)
+        kwargs = {k: v for k, v in (node.get("kwargs") or {}).items() if v is not None}
+        return dict(node, kwargs=kwargs)
+    tensors = [{"class_name": "__keras_tensor__", "config": {"keras_history": list(h[:3])}} for h in node]
+    return {"args": tensors if len(tensors) == 1 else [tensors], "kwargs": {}}
 
 
 def save_model(model, filepath, overwrite=True, include_optimizer=True, **kwargs):
-    """model.save: a SavedModel directory at `filepath` (a ".keras" name too: see the README)."""
-    path = _path(filepath, "Model.save")
+    """model.save: a Keras 3 ".keras" file for a path ending so (Sequential and functional
+    models: config and weights, which keras.models.load_model reads; no optimizer state),
+    else a SavedModel directory at `filepath` (every kind of model, optimizer state included)."""
+    path = os.fspath(filepath)
+    if path.endswith(".h5") or path.endswith(".hdf5"):
+        raise NotImplementedError(f"[Model.save] {path}: legacy HDF5 (.h5) files are read, not written; save to a "
+                                  "'.keras' file or a directory")
+    if path.endswith(".keras"):
+        if not _is_config_model(model):
+            raise ValueError(f"[Model.save] {path}: a .keras file holds Sequential and functional models; save a "
+                             "subclassed model to a directory (a SavedModel with its class and get_config())")
+        if not overwrite and os.path.exists(path):
+            raise FileExistsError(f"[Model.save] {path} exists and overwrite=False")
+        _deepflow._keras_save_model(model, path, False, True, "", None)
+        return
     if not overwrite and os.path.exists(path) and os.listdir(path):
         raise FileExistsError(f"[Model.save] {path} exists and overwrite=False")
     extra = _python_metadata(model)
@@ -247,8 +284,13 @@ def _compile_args(cc):
 
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
     """A model saved by model.save: the same kind of object, its weights, and (with compile)
-    its compile config and optimizer state, so fit() continues where it stopped."""
-    path = _path(filepath, "load_model")
+    its compile config and optimizer state, so fit() continues where it stopped. A ".keras"
+    or legacy ".h5" file (Keras 3's or tf-keras's) gives its model and weights, uncompiled."""
+    path = os.fspath(filepath)
+    if _is_keras_file(path) and os.path.isfile(path):
+        model = model_from_config(_plain_file_config(json.loads(_deepflow._keras_file_config(path))), custom_objects)
+        _deepflow._keras_file_restore_weights(model, path)
+        return model
     meta = json.loads(_deepflow._keras_read_metadata(path))
     if meta.get("model_config") is not None:
         model = model_from_config(meta["model_config"], custom_objects)
