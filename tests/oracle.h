@@ -10,8 +10,13 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
 #include <string>
 
 // DEEPFLOW_TEST_SANITIZED: 1 in an ASan build, by gcc's macro or clang's feature test
@@ -45,6 +50,38 @@ inline std::string peers_python() {
 #endif
   return "";
 }
+
+#ifdef DEEPFLOW_TESTS_SOURCE_ROOT
+/// What an oracle script writes, made once and kept: runs `<peers python> <script> [args]
+/// <dir>` (script relative to the checkout, OPENBLAS_* unset as for every peer) into a new
+/// directory `<cache_root>/<prefix><hash of the script's text>` and returns it; returns at
+/// once when that directory already holds `done` (a file the script writes last). "" when
+/// the peers are missing or the script fails (its log is then <dir>.tmp-<pid>.log). ctest
+/// runs each test in its own process, so two may race: the first rename wins.
+inline std::string oracle_output_dir(const std::string& script, const std::string& cache_root,
+                                     const std::string& prefix, const std::string& done = "cases.json",
+                                     const std::string& args = "") {
+  namespace fs = std::filesystem;
+  const std::string py = peers_python();
+  if (py.empty()) return "";
+  const std::string path = std::string(DEEPFLOW_TESTS_SOURCE_ROOT) + "/" + script;
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const fs::path out = fs::path(cache_root) / (prefix + std::to_string(std::hash<std::string>()(text.str())));
+  if (fs::exists(out / done)) return out.string();
+  const fs::path tmp = out.string() + ".tmp-" + std::to_string(::getpid());
+  fs::create_directories(tmp);
+  const std::string cmd = "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE " + py + " " + path + " " +
+                          (args.empty() ? "" : args + " ") + tmp.string() + " > " + tmp.string() + ".log 2>&1";
+  if (std::system(cmd.c_str()) != 0) return "";
+  std::error_code ec;
+  fs::rename(tmp, out, ec);  // another test process may have finished first: keep its copy
+  if (ec) fs::remove_all(tmp, ec);
+  fs::remove(tmp.string() + ".log", ec);
+  return fs::exists(out / done) ? out.string() : "";
+}
+#endif
 
 }  // namespace deepflow::testing
 

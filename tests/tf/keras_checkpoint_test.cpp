@@ -39,27 +39,8 @@ std::string arch_of(const std::string& c) { return c.substr(c.rfind('_') + 1); }
 // TensorFlow's checkpoints, written once (about 15 s) and kept in the build tree under the
 // hash of the script's text: ctest runs every test in its own process.
 const std::string& tf_dir() {
-  static const std::string dir = [] {
-    const std::string py = testing::peers_python();
-    if (py.empty()) return std::string();
-    const std::string script = std::string(DEEPFLOW_TESTS_SOURCE_ROOT) + "/tests/tf/tf_keras_checkpoint.py";
-    std::ifstream in(script);
-    std::stringstream text;
-    text << in.rdbuf();
-    const fs::path out =
-        fs::path(DEEPFLOW_TF_TEST_CACHE) / ("keras_ckpt_" + std::to_string(std::hash<std::string>()(text.str())));
-    if (fs::exists(out / "tf_keras_cnn" / "next.index")) return out.string();
-    const fs::path tmp = out.string() + ".tmp-" + std::to_string(::getpid());
-    fs::create_directories(tmp);
-    const std::string cmd = "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE " + py + " " + script + " write " +
-                            tmp.string() + " > " + tmp.string() + ".log 2>&1";
-    if (std::system(cmd.c_str()) != 0) return std::string();
-    std::error_code ec;
-    fs::rename(tmp, out, ec);  // another test process may have finished first: keep its copy
-    if (ec) fs::remove_all(tmp, ec);
-    fs::remove(tmp.string() + ".log", ec);
-    return fs::exists(out / "tf_keras_cnn" / "next.index") ? out.string() : std::string();
-  }();
+  static const std::string dir =
+      testing::oracle_output_dir("tests/tf/tf_keras_checkpoint.py", DEEPFLOW_TF_TEST_CACHE, "keras_ckpt_", "tf_keras_cnn/next.index", "write");
   return dir;
 }
 

@@ -243,26 +243,8 @@ TEST(TfjsModel, FusedConvWithBatchNormMatchesConvThenBatchNorm) {
 // --- models converted by tensorflowjs from TensorFlow's SavedModels ---
 
 const std::string& converted_dir() {
-  static const std::string dir = [] {
-    const std::string py = testing::peers_python();
-    if (py.empty()) return std::string();
-    const std::string script = std::string(DEEPFLOW_TESTS_SOURCE_ROOT) + "/tests/tf/tf_tfjs_models.py";
-    std::ifstream in(script);
-    std::stringstream text;
-    text << in.rdbuf();
-    const fs::path out = fs::path(DEEPFLOW_TF_TEST_CACHE) / ("tfjs_" + std::to_string(std::hash<std::string>()(text.str())));
-    if (fs::exists(out / "cases.json")) return out.string();
-    const fs::path tmp = out.string() + ".tmp-" + std::to_string(::getpid());
-    fs::create_directories(tmp);
-    const std::string cmd = "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE " + py + " " + script + " " +
-                            tmp.string() + " > " + tmp.string() + ".log 2>&1";
-    if (std::system(cmd.c_str()) != 0) return std::string();
-    std::error_code ec;
-    fs::rename(tmp, out, ec);  // another test process may have finished first: keep its copy
-    if (ec) fs::remove_all(tmp, ec);
-    fs::remove(tmp.string() + ".log", ec);
-    return fs::exists(out / "cases.json") ? out.string() : std::string();
-  }();
+  static const std::string dir =
+      testing::oracle_output_dir("tests/tf/tf_tfjs_models.py", DEEPFLOW_TF_TEST_CACHE, "tfjs_", "cases.json");
   return dir;
 }
 
