@@ -10,4 +10,5 @@
 #include "deepflow/keras/layers/merge.h"
 #include "deepflow/keras/layers/normalization.h"
 #include "deepflow/keras/layers/pooling.h"
+#include "deepflow/keras/layers/preprocessing.h"
 #include "deepflow/keras/layers/rnn.h"

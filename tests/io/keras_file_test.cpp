@@ -134,10 +134,17 @@ void check_corpus(const std::string& model, const std::string& file, const std::
 }
 
 TEST(KerasFile, TfCorpusKeras3Files) {
-  for (const char* model : {"mlp", "cnn", "transformer"}) check_corpus(model, "model.keras", "keras");
+  for (const char* model : {"mlp", "cnn", "transformer", "preprocessing"}) check_corpus(model, "model.keras", "keras");
 }
 TEST(KerasFile, TfCorpusTfKerasH5Files) {
-  for (const char* model : {"mlp", "cnn", "transformer"}) check_corpus(model, "model.h5", "tf_keras");
+  for (const char* model : {"mlp", "cnn", "transformer", "preprocessing"}) check_corpus(model, "model.h5", "tf_keras");
+}
+// The keras.applications tier (make tf-models-apps): ZeroPadding2D, ReLU(6), depthwise convs.
+TEST(KerasFile, TfCorpusApplicationFiles) {
+  const fs::path dir = fs::path(DEEPFLOW_TESTS_SOURCE_ROOT) / "data" / "tf_models" / "mobilenet_v2";
+  if (!fs::exists(dir / "model.keras")) GTEST_SKIP() << "the apps tier is not made (make tf-models-apps)";
+  check_corpus("mobilenet_v2", "model.keras", "keras");
+  check_corpus("mobilenet_v2", "model.h5", "tf_keras");
 }
 
 // --- models built here ---

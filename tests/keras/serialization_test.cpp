@@ -81,6 +81,10 @@ std::vector<Case> every_layer() {
       {Bidirectional(GRU(2, {.return_sequences = true}), {.merge_mode = ""}), {seq}},
       {MultiHeadAttention(2, 4, {.value_dim = 3, .output_shape = 5, .use_causal_mask = true, .seed = 9}),
        {seq, rnd({2, 6, 3}, 6)}},
+      {ZeroPadding2D(std::pair<int64_t, int64_t>{1, 2}, std::pair<int64_t, int64_t>{0, 1}), {img}},
+      {Rescaling(1.0 / 255, -0.5), {img}},
+      {Normalization({.mean = std::vector<double>{0.5}, .variance = std::vector<double>{4.0}, .invert = true}), {img}},
+      {Normalization(), {seq}},
   };
 }
 

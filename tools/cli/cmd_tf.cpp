@@ -56,6 +56,9 @@ struct ImportOptions {
 void import_file(const ImportOptions& o) {
   DF_CHECK(o.to == "saved_model", "[tf import] --to must be saved_model, got \"", o.to, "\"");
   DF_CHECK(o.overwrite || !fs::exists(o.dest), "[tf import] ", o.dest, " exists (add --overwrite)");
+  // keras::save_model would write a Keras file to such a path, not the SavedModel asked for.
+  DF_CHECK(!keras::is_keras_file_path(o.dest), "[tf import] ", o.dest,
+           ": --to saved_model writes a directory; name it without .keras / .h5");
   if (keras::is_keras_file_path(o.file)) {
     // A Keras model file: rebuilt as a Keras model, saved with its forward pass as serving_default.
     DF_CHECK(o.inputs.empty() && o.outputs.empty(), "[tf import] ", o.file,
