@@ -228,6 +228,21 @@ TEST(KerasFile, Keras3LoadsOurFiles) {
 
 // --- bad input ---
 
+// The member `name` of a zip archive in memory.
+std::string zip_member(const std::string& archive, const char* name) {
+  zip_error_t e;
+  zip_source_t* src = zip_source_buffer_create(archive.data(), archive.size(), 0, &e);
+  zip_t* z = zip_open_from_source(src, ZIP_RDONLY, &e);
+  zip_stat_t st;
+  zip_stat(z, name, 0, &st);
+  std::string out(size_t(st.size), '\0');
+  zip_file_t* f = zip_fopen(z, name, 0);
+  zip_fread(f, out.data(), out.size());
+  zip_fclose(f);
+  zip_discard(z);
+  return out;
+}
+
 // A .keras archive of the given members (stored), made with libzip as a writer other
 // than ours would.
 std::string zip_of(const std::vector<std::pair<std::string, std::string>>& members) {
@@ -265,19 +280,7 @@ TEST(KerasFile, EveryTruncationIsACleanError) {
   }
   // The weights member cut short inside a well-formed archive.
   const std::string h5 = keras_weights_h5_bytes(*small);
-  std::string config;
-  {
-    zip_error_t e;
-    zip_source_t* src = zip_source_buffer_create(file.data(), file.size(), 0, &e);
-    zip_t* z = zip_open_from_source(src, ZIP_RDONLY, &e);
-    zip_stat_t st;
-    zip_stat(z, "config.json", 0, &st);
-    config.resize(size_t(st.size));
-    zip_file_t* f = zip_fopen(z, "config.json", 0);
-    zip_fread(f, config.data(), config.size());
-    zip_fclose(f);
-    zip_discard(z);
-  }
+  const std::string config = zip_member(file, "config.json");
   ASSERT_NO_THROW(load_keras_file_from_memory(zip_of({{"config.json", config}, {"model.weights.h5", h5}}), "w.keras"));
   for (size_t n = 0; n < h5.size(); ++n) {
     const std::string msg = error_of([&] {
@@ -294,20 +297,7 @@ TEST(KerasFile, WrongShapeNamesTheWeight) {
   using namespace layers;
   auto a = std::make_shared<Sequential>(std::vector<LayerPtr>{InputLayer(Shape{3}), Dense(2, {.name = "head"})}, "ws_a");
   auto b = std::make_shared<Sequential>(std::vector<LayerPtr>{InputLayer(Shape{4}), Dense(2, {.name = "head"})}, "ws_b");
-  std::string config;
-  {
-    const std::string file = keras_file_bytes(*a);
-    zip_error_t e;
-    zip_source_t* src = zip_source_buffer_create(file.data(), file.size(), 0, &e);
-    zip_t* z = zip_open_from_source(src, ZIP_RDONLY, &e);
-    zip_stat_t st;
-    zip_stat(z, "config.json", 0, &st);
-    config.resize(size_t(st.size));
-    zip_file_t* f = zip_fopen(z, "config.json", 0);
-    zip_fread(f, config.data(), config.size());
-    zip_fclose(f);
-    zip_discard(z);
-  }
+  const std::string config = zip_member(keras_file_bytes(*a), "config.json");
   // a's architecture with b's weights: the kernel is [4, 2] in the file, [3, 2] here.
   const std::string msg = error_of([&] {
     load_keras_file_from_memory(zip_of({{"config.json", config}, {"model.weights.h5", keras_weights_h5_bytes(*b)}}),
