@@ -187,7 +187,7 @@ struct GrpcServer::Impl {
       std::map<std::string, Tensor> inputs;
       for (const auto& [key, proto] : request->inputs()) {
         try {
-          inputs.emplace(key, tensor_from_proto(proto));
+          inputs.emplace(key, tensor_from_proto(proto, /*borrow=*/true));  // `request` outlives the run
         } catch (const std::exception& e) {
           throw ServingError(code_of(e), "[Predict] model '" + servable->name + "' version " +
                                              std::to_string(servable->version) + ", input '" + key + "': " + e.what());

@@ -174,7 +174,11 @@ void shape_to_proto(const Shape& shape, tensorflow::TensorShapeProto* proto) {
   for (int64_t d : shape) proto->add_dim()->set_size(d < 0 ? -1 : d);
 }
 
-Tensor tensor_from_proto(const tensorflow::TensorProto& proto) {
+namespace {
+void release_nothing(void*, void*) {}  // a borrowed request buffer belongs to its proto
+}  // namespace
+
+Tensor tensor_from_proto(const tensorflow::TensorProto& proto, bool borrow) {
   DType dtype = dtype_from_tf_enum(proto.dtype());
   const char* tf_name = tf_enum_name(proto.dtype());
   const auto& sp = proto.tensor_shape();
@@ -208,6 +212,16 @@ Tensor tensor_from_proto(const tensorflow::TensorProto& proto) {
     if (int64_t(content.size()) != count * elem)
       invalid(desc + ": tensor_content has " + std::to_string(content.size()) + " bytes; the shape needs " +
               std::to_string(count) + " x " + std::to_string(elem) + " = " + std::to_string(count * elem));
+    if (borrow && dtype != DType::Bool && count > 0 &&
+        reinterpret_cast<uintptr_t>(content.data()) % dtype_size(dtype) == 0) {
+      auto impl = std::make_shared<TensorImpl>();
+      impl->shape = shape;
+      impl->dtype = dtype;
+      impl->id = TensorImpl::next_id();
+      impl->storage =
+          std::make_shared<Storage>(const_cast<char*>(content.data()), content.size(), &release_nothing, nullptr);
+      return Tensor(std::move(impl));
+    }
     Tensor t(shape, dtype);
     if (dtype == DType::Bool) {
       // A bool byte other than 0 or 1 is undefined behaviour to load: normalize.
