@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <functional>
+#include <vector>
 
 #include "deepflow/serving/status.h"
 #include "tensorflow/tensor.pb.h"
@@ -98,6 +99,29 @@ tensorflow::TensorProto typed_proto(const Tensor& t) {
     }
   }
   return p;
+}
+
+// Predict borrows a request's tensor_content (no copy of a large input); bool is normalized
+// and so always copied, as are the typed fields.
+TEST(TensorProto, BorrowedContentPointsIntoTheProto) {
+  tensorflow::TensorProto p;
+  p.set_dtype(tensorflow::DT_FLOAT);
+  p.mutable_tensor_shape()->add_dim()->set_size(64);
+  std::vector<float> v(64);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(i) * 0.5f;
+  p.set_tensor_content(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
+  const Tensor copied = tensor_from_proto(p), borrowed = tensor_from_proto(p, true);
+  expect_same(borrowed, copied);
+  EXPECT_NE(copied.raw_data(), static_cast<const void*>(p.tensor_content().data()));
+  EXPECT_EQ(borrowed.raw_data(), static_cast<const void*>(p.tensor_content().data()));
+
+  tensorflow::TensorProto b;
+  b.set_dtype(tensorflow::DT_BOOL);
+  b.mutable_tensor_shape()->add_dim()->set_size(3);
+  b.set_tensor_content(std::string("\x00\x07\x01", 3));
+  const Tensor bools = tensor_from_proto(b, true);
+  EXPECT_NE(bools.raw_data(), static_cast<const void*>(b.tensor_content().data()));
+  EXPECT_EQ(contents(bools), std::string("\x00\x01\x01", 3));
 }
 
 TEST(TensorProto, ReadsTypedFieldsOfEveryDtype) {
