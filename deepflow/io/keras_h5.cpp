@@ -350,20 +350,21 @@ void Group::write_string_attr(const std::string& name, const std::string& value)
 
 File File::open_image(std::string_view bytes, Context ctx) {
   File f;
-  f.st_ = std::make_shared<FileState>(FileState{std::move(ctx), std::string(bytes)});
-  if (!is_hdf5(f.st_->image))
+  f.st_ = std::make_shared<FileState>(FileState{std::move(ctx)});
+  if (!is_hdf5(bytes))
     fail(f.st_->ctx.who, f.st_->ctx.file, ": not an HDF5 file (", bytes.size(), " bytes, no HDF5 signature)");
   Lock lock;
-  // Flags 0: HDF5 copies the image. With DONT_COPY | DONT_RELEASE, libhdf5 1.10 leaks its
-  // callback state on every open (LeakSanitizer, the sanitized CI suite).
-  f.h_ = Handle(H5LTopen_file_image(f.st_->image.data(), f.st_->image.size(), 0));
+  // Flags 0: HDF5 copies the image (so `bytes` may go away). With DONT_COPY | DONT_RELEASE,
+  // which would read it in place, libhdf5 1.10 leaks its callback state on every open
+  // (LeakSanitizer, the sanitized CI suite).
+  f.h_ = Handle(H5LTopen_file_image(const_cast<char*>(bytes.data()), bytes.size(), 0));
   if (!f.h_.valid()) h5_fail(*f.st_, "not a readable HDF5 file");
   return f;
 }
 
 File File::create_in_memory(Context ctx) {
   File f;
-  f.st_ = std::make_shared<FileState>(FileState{std::move(ctx), {}});
+  f.st_ = std::make_shared<FileState>(FileState{std::move(ctx)});
   Lock lock;
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
   H5Pset_fapl_core(fapl.get(), 1 << 16, 0);  // no backing store: nothing touches the disk

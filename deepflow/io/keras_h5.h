@@ -50,11 +50,9 @@ struct Context {
   std::string file;
 };
 
-/// What every object of one file shares: the error context and the image HDF5 reads
-/// from in place (it must outlive every handle into the file).
+/// What every object of one file shares: the error context.
 struct FileState {
   Context ctx;
-  std::string image;
 };
 
 class Dataset {
@@ -69,7 +67,7 @@ class Dataset {
   Tensor read() const;
 
  private:
-  std::shared_ptr<const FileState> st_;  // first: destroyed after the handle
+  std::shared_ptr<const FileState> st_;
   Handle h_;
   std::string path_;
 };
@@ -101,14 +99,14 @@ class Group {
 
  private:
   std::optional<std::vector<std::string>> read_attr(const std::string& name) const;
-  std::shared_ptr<const FileState> st_;  // first: destroyed after the handle
+  std::shared_ptr<const FileState> st_;
   Handle h_;
   std::string path_;
 };
 
 class File {
  public:
-  /// Opens an HDF5 file image (kept by the File: `bytes` may go away). Throws naming
+  /// Opens an HDF5 file image (HDF5 keeps its own copy: `bytes` may go away). Throws naming
   /// `ctx.file` when it is not a readable HDF5 file.
   static File open_image(std::string_view bytes, Context ctx);
   /// An empty file that lives in memory until image() takes its bytes.

@@ -134,17 +134,18 @@ Variable make_variable(const Tensor& value, const std::string& name, bool traina
 
 }  // namespace
 
+namespace {
 // A graph ready to run: after the passes, with its executor.
 struct Prepared {
   std::shared_ptr<Graph> run;
   std::optional<Executor> executor;
 };
+}  // namespace
 
 struct LoadedSignature::Impl {
   SignatureInfo info;
   std::shared_ptr<Graph> saved;
-  std::shared_ptr<Graph> run;
-  std::optional<Executor> executor;
+  Prepared generic;  // the graph as saved (unknown dims resolved by each call), after the passes
   std::map<std::string, TensorType> inputs, outputs;  // the placeholders' and values' types
   std::string where;                                  // "[SavedModel] <dir>: signature 'k'"
   // GraphSignature::specialize and the graphs it made, by input shapes ("[1,224,224,3] ...").
@@ -169,7 +170,7 @@ const std::string& LoadedSignature::method_name() const { return impl_->info.met
 std::map<std::string, TensorType> LoadedSignature::inputs() const { return impl_->inputs; }
 std::map<std::string, TensorType> LoadedSignature::outputs() const { return impl_->outputs; }
 const SignatureInfo& LoadedSignature::info() const { return impl_->info; }
-const Graph& LoadedSignature::graph() const { return *impl_->run; }
+const Graph& LoadedSignature::graph() const { return *impl_->generic.run; }
 const Graph& LoadedSignature::saved_graph() const { return *impl_->saved; }
 size_t LoadedSignature::specialized_shapes() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
@@ -191,7 +192,7 @@ std::map<std::string, Tensor> LoadedSignature::operator()(const std::map<std::st
     feeds.push_back(t);
   }
   const Prepared* p = s.specialized_for(feeds);
-  TensorList outs = p ? p->executor->run(feeds) : s.executor->run(feeds);
+  TensorList outs = (p ? *p : s.generic).executor->run(feeds);
   std::map<std::string, Tensor> result;
   size_t i = 0;
   for (const auto& [k, type] : s.outputs) result[k] = outs.at(i++);
@@ -262,11 +263,6 @@ Prepared prepare(const std::shared_ptr<Graph>& g, const LoadOptions& options) {
   return p;
 }
 
-void prepare_run(LoadedSignature::Impl& impl, const std::shared_ptr<Graph>& g, const LoadOptions& options) {
-  Prepared p = prepare(g, options);
-  impl.run = std::move(p.run);
-  impl.executor = std::move(p.executor);
-}
 
 }  // namespace
 
@@ -319,7 +315,7 @@ SavedModel make_saved_model(const std::string& dir, MetaGraphInfo info, std::map
     for (const auto& [k, ti] : s.info.inputs) impl->inputs[k] = s.graph->type({s.graph->inputs[i++], 0});
     i = 0;
     for (const auto& [k, ti] : s.info.outputs) impl->outputs[k] = s.graph->type(s.graph->outputs[i++]);
-    prepare_run(*impl, std::make_shared<Graph>(*s.graph), options);
+    impl->generic = prepare(std::make_shared<Graph>(*s.graph), options);
     if (options.specialize_shapes) impl->specialize = s.specialize;
     impl->options = options;
     state->signatures.emplace(s.info.key, LoadedSignature(std::move(impl)));
@@ -432,7 +428,7 @@ SavedModel load_saved_model(const std::string& dir, const std::vector<std::strin
       DF_CHECK(ti.type.dtype == impl->outputs[k].dtype, sat, "output '", k, "' is described as ",
                dtype_name(ti.type.dtype), " but its value is ", dtype_name(impl->outputs[k].dtype));
     }
-    prepare_run(*impl, g, options);
+    impl->generic = prepare(g, options);
     state->signatures.emplace(key, LoadedSignature(std::move(impl)));
   }
   return SavedModel(std::move(state));

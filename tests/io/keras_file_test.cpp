@@ -47,21 +47,8 @@ std::string run_peers(const std::string& args, const std::string& log) {
 // The files Keras wrote, made once per version of the script (ctest runs tests in their
 // own processes) and kept under the hash of its text.
 const std::string& keras_dir() {
-  static const std::string dir = [] {
-    std::ifstream in(script());
-    std::stringstream text;
-    text << in.rdbuf();
-    const fs::path out = fs::path(DEEPFLOW_KERAS_TEST_CACHE) / std::to_string(std::hash<std::string>()(text.str()));
-    if (fs::exists(out / "cases.json")) return out.string();
-    const fs::path tmp = out.string() + ".tmp-" + std::to_string(::getpid());
-    fs::create_directories(tmp);
-    if (!run_peers("write " + tmp.string(), tmp.string() + ".log").empty()) return std::string();
-    std::error_code ec;
-    fs::rename(tmp, out, ec);  // another process may have finished first: keep its copy
-    if (ec) fs::remove_all(tmp, ec);
-    fs::remove(tmp.string() + ".log", ec);
-    return fs::exists(out / "cases.json") ? out.string() : std::string();
-  }();
+  static const std::string dir = deepflow::testing::oracle_output_dir(
+      "tests/io/keras_files.py", DEEPFLOW_KERAS_TEST_CACHE, "", "cases.json", "write");
   return dir;
 }
 

@@ -40,7 +40,8 @@ std::string arch_of(const std::string& c) { return c.substr(c.rfind('_') + 1); }
 // hash of the script's text: ctest runs every test in its own process.
 const std::string& tf_dir() {
   static const std::string dir =
-      testing::oracle_output_dir("tests/tf/tf_keras_checkpoint.py", DEEPFLOW_TF_TEST_CACHE, "keras_ckpt_", "tf_keras_cnn/next.index", "write");
+      testing::oracle_output_dir("tests/tf/tf_keras_checkpoint.py", DEEPFLOW_TF_TEST_CACHE, "keras_ckpt_",
+                                 "tf_keras_cnn/next.index", "write");
   return dir;
 }
 
