@@ -12,6 +12,8 @@
 #include <unordered_set>
 
 #include "deepflow/core/error.h"
+#include "deepflow/keras/layers/keras_ops.h"
+#include "deepflow/keras/serialization.h"
 
 namespace deepflow::keras::detail {
 namespace {
@@ -61,7 +63,10 @@ std::vector<LayerPtr> keras_layer_order(const Model& model) {
     first_visit.emplace(node->layer.get(), first_visit.size());
     owner.emplace(node->layer.get(), node->layer);
     auto& ps = parents[node.get()];
-    for (const Tensor& x : node->inputs) {
+    TensorList reads = node->inputs;
+    for (const Tensor& m : node->masks)  // an explicit mask= (Keras 3's NotEqual node)
+      if (m.defined() && keras_history(m)) reads.push_back(m);
+    for (const Tensor& x : reads) {
       walk(x);
       if (!inputs.count(x.id()))
         if (auto p = keras_history(x)) ps.push_back(p.get());
@@ -108,7 +113,8 @@ void var_groups(const Layer& layer, const std::string& path, const Config* entry
       DF_CHECK(c.contains("layers") && c["layers"].is_array(), who, "model '", layer.name(),
                "': its config has no layers list");
       for (const Config& e : c["layers"]) {
-        if (!e.is_object() || e.value("class_name", "") == "InputLayer") continue;
+        // Keras 3 ops (keras_ops.h) are listed but are not layers: no weights, no name taken.
+        if (!e.is_object() || e.value("class_name", "") == "InputLayer" || serialization::is_keras_op_entry(e)) continue;
         const Config& lc = e.contains("config") && e["config"].is_object() ? e["config"] : e;
         const std::string name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>()
                                                                                : lc.value("name", std::string());
@@ -116,7 +122,8 @@ void var_groups(const Layer& layer, const std::string& path, const Config* entry
         child_entries.push_back(&e);
       }
     } else {
-      children = keras_layer_order(*model);
+      for (const LayerPtr& l : keras_layer_order(*model))
+        if (!dynamic_cast<const layers::KerasOpImpl*>(l.get())) children.push_back(l);
       child_entries.assign(children.size(), nullptr);
     }
     std::map<std::string, int> used;

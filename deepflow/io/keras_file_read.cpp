@@ -17,6 +17,7 @@
 #include "deepflow/io/keras_file.h"
 #include "deepflow/io/keras_file_layout.h"
 #include "deepflow/io/keras_h5.h"
+#include "deepflow/keras/layers/keras_ops.h"
 #include "deepflow/keras/serialization.h"
 
 namespace deepflow::keras {
@@ -102,7 +103,8 @@ void missing_classes(const Config& entry, std::vector<std::string>& out) {
   if (!entry.is_object() || !entry.contains("class_name") || !entry["class_name"].is_string()) return;
   const std::string cls = entry["class_name"].get<std::string>();
   const Config* c = entry.contains("config") && entry["config"].is_object() ? &entry["config"] : nullptr;
-  if (!is_layer_registered(cls) && cls != "Model") {
+  const bool op = serialization::is_keras_op_entry(entry);
+  if (op ? !layers::is_keras_op_class(cls) : !is_layer_registered(cls) && cls != "Model") {
     std::string name = entry.contains("name") && entry["name"].is_string() ? entry["name"].get<std::string>() : "";
     if (name.empty() && c) name = serialization::name_of(*c);
     out.push_back("'" + name + "' (class " + cls + ")");
@@ -120,7 +122,7 @@ ModelPtr build_model(const Config& config, const std::string& at) {
   if (!missing.empty()) {
     std::string list;
     for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
-    fail(at, "[keras.layers.deserialize] deepflow has no layer class for ", list,
+    fail(at, "[keras.layers.deserialize] deepflow has no layer class (or Keras op) for ", list,
          "; register one with keras::register_layer or DF_KERAS_REGISTER_LAYER (deepflow/keras/serialization.h)");
   }
   ModelPtr model = model_from_config(config);

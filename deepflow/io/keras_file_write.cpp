@@ -63,7 +63,9 @@ Config wrap_fields(Config c) {
 Config keras3_layer(const Model& parent, const Config& entry, const std::string& at) {
   const std::string cls = entry.value("class_name", "");
   Config out;
-  if (is_model_class(cls)) {
+  if (serialization::is_keras_op_entry(entry)) {
+    out = entry;  // an op (layers/keras_ops.h): module and registered_name are set, its config is only a name
+  } else if (is_model_class(cls)) {
     const std::string name = entry.contains("name") ? entry["name"].get<std::string>()
                                                     : serialization::name_of(entry["config"]);
     auto child = std::dynamic_pointer_cast<Model>(parent.get_layer(name));

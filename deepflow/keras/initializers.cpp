@@ -265,7 +265,9 @@ const std::vector<std::pair<std::string, std::string>>& names() {
       {"zeros", "Zeros"},                    {"ones", "Ones"},
       {"constant", "Constant"},              {"orthogonal", "Orthogonal"},
       {"random_normal", "RandomNormal"},     {"random_uniform", "RandomUniform"},
-      {"truncated_normal", "TruncatedNormal"}};
+      {"truncated_normal", "TruncatedNormal"},
+      // Keras's short aliases (Embedding's default is "uniform").
+      {"uniform", "RandomUniform"},          {"normal", "RandomNormal"}};
   return n;
 }
 

@@ -25,6 +25,7 @@ struct Functional {
   std::recursive_mutex mu;
   std::shared_ptr<Graph> graph = std::make_shared<Graph>();
   std::unordered_map<uint64_t, std::shared_ptr<const LayerNode>> history;  // by output tensor id
+  std::unordered_map<uint64_t, Tensor> masks;                              // by tensor id
 };
 
 Functional& functional() {
@@ -111,22 +112,53 @@ Tensor Layer::operator()(const Tensor& inputs, std::optional<bool> training) {
 }
 
 TensorList Layer::operator()(const TensorList& inputs, std::optional<bool> training) {
-  return call_layer(*this, inputs, training);
+  return call_layer(*this, inputs, training, nullptr);
 }
 
-TensorList call_layer(Layer& layer, const TensorList& inputs, std::optional<bool> training) {
+TensorList Layer::operator()(const TensorList& inputs, const TensorList& masks, std::optional<bool> training) {
+  DF_CHECK(masks.empty() || masks.size() == inputs.size(), "[", name(), "] takes one mask per input: ",
+           inputs.size(), " inputs, ", masks.size(), " masks");
+  return call_layer(*this, inputs, training, &masks);
+}
+
+TensorList Layer::compute_mask(const TensorList& inputs, const TensorList& masks) const {
+  if (!supports_masking_ || masks.empty() || !masks[0].defined()) return {};
+  (void)inputs;
+  return {masks[0]};
+}
+
+TensorList Layer::call_masked(const TensorList& inputs, const TensorList&, bool training) {
+  return call(inputs, training);
+}
+
+TensorList call_layer(Layer& layer, const TensorList& inputs, std::optional<bool> training,
+                      const TensorList* explicit_masks) {
   bool symbolic = false;
   for (const Tensor& x : inputs) symbolic |= is_keras_tensor(x);
   const bool train = training.value_or(learning_phase());
   Functional& f = functional();
   std::unique_lock<std::recursive_mutex> lock(f.mu, std::defer_lock);
   std::optional<GraphScope> scope;
+  TensorList masks;
+  if (explicit_masks) masks = *explicit_masks;
   if (symbolic) {
     lock.lock();
     // Nested symbolic calls (a model's layers) reuse the enclosing scope.
     GraphScope* cur = GraphScope::current();
     if (!cur || cur->graph_ptr() != f.graph) scope.emplace(f.graph);
+    if (!explicit_masks) {
+      // Keras's implicit propagation: the masks the inputs' producers computed.
+      bool any = false;
+      for (const Tensor& x : inputs) {
+        auto it = x.defined() ? f.masks.find(x.id()) : f.masks.end();
+        masks.push_back(it == f.masks.end() ? Tensor() : it->second);
+        any |= masks.back().defined();
+      }
+      if (!any) masks.clear();
+    }
   }
+  bool masked = false;
+  for (const Tensor& m : masks) masked |= m.defined();
   try {
     if (!layer.built_) {
       std::vector<Shape> shapes;
@@ -140,7 +172,7 @@ TensorList call_layer(Layer& layer, const TensorList& inputs, std::optional<bool
     for (Tensor& x : cast_inputs)
       if (x.defined() && is_floating(x.dtype()) && x.dtype() != compute) x = cast(x, compute);
     layer.call_losses_.clear();
-    TensorList outputs = layer.call(cast_inputs, train);
+    TensorList outputs = masked ? layer.call_masked(cast_inputs, masks, train) : layer.call(cast_inputs, train);
     if (layer.input_shapes_.empty()) {
       for (const Tensor& x : inputs) layer.input_shapes_.push_back(x.shape());
       for (const Tensor& y : outputs) layer.output_shapes_.push_back(y.defined() ? y.shape() : Shape{});
@@ -155,9 +187,14 @@ TensorList call_layer(Layer& layer, const TensorList& inputs, std::optional<bool
                                             (cast_inputs[i].defined() && y.id() == cast_inputs[i].id()));
         if (passed_through) y = identity(y);
       }
-      auto node = std::make_shared<LayerNode>(LayerNode{layer.shared_from_this(), inputs, outputs});
-      for (const Tensor& y : outputs)
-        if (y.defined()) f.history[y.id()] = node;
+      if (!masked) masks.clear();
+      TensorList output_masks = layer.compute_mask(inputs, masks);
+      auto node = std::make_shared<LayerNode>(LayerNode{layer.shared_from_this(), inputs, outputs, masks, output_masks});
+      for (size_t j = 0; j < outputs.size(); ++j) {
+        if (!outputs[j].defined()) continue;
+        f.history[outputs[j].id()] = node;
+        if (j < output_masks.size() && output_masks[j].defined()) f.masks[outputs[j].id()] = output_masks[j];
+      }
     }
     return outputs;
   } catch (const LayerError&) {
@@ -303,6 +340,14 @@ Tensor Input(const Shape& shape, const std::string& name, DType dtype, std::opti
   Tensor t = placeholder(dtype, Shape(dims), unique_name(name));
   remember_input_name(t, name);
   return t;
+}
+
+Tensor keras_mask(const Tensor& t) {
+  if (!is_keras_tensor(t)) return Tensor();
+  Functional& f = functional();
+  std::lock_guard<std::recursive_mutex> lock(f.mu);
+  auto it = f.masks.find(t.id());
+  return it == f.masks.end() ? Tensor() : it->second;
 }
 
 bool is_keras_tensor(const Tensor& t) {

@@ -87,6 +87,24 @@ class Layer : public std::enable_shared_from_this<Layer> {
   /// "[<layer name>]" and name the input shapes.
   Tensor operator()(const Tensor& inputs, std::optional<bool> training = std::nullopt);
   TensorList operator()(const TensorList& inputs, std::optional<bool> training = std::nullopt);
+  /// Keras's layer(x, mask=m): one mask per input (undefined: none). Calls on Keras tensors
+  /// without explicit masks take the masks their producers computed (see compute_mask).
+  TensorList operator()(const TensorList& inputs, const TensorList& masks,
+                        std::optional<bool> training = std::nullopt);
+
+  // --- masking (Keras's mask propagation: padded steps of a sequence) ---
+
+  /// A layer that supports masking passes its first input's mask on unchanged (the
+  /// default compute_mask); others drop masks. Dense, Dropout, Activation and the
+  /// normalization layers do.
+  bool supports_masking() const { return supports_masking_; }
+  /// The outputs' masks given the inputs and their masks (empty or undefined: none), e.g.
+  /// Embedding(mask_zero) gives ids != 0 [batch, steps]; RNNs with return_sequences pass
+  /// the mask on. Functional and Sequential models propagate masks with it.
+  virtual TensorList compute_mask(const TensorList& inputs, const TensorList& masks) const;
+  /// call() for inputs with masks (at least one defined); layers that use them (RNNs,
+  /// GlobalAveragePooling1D, MultiHeadAttention's padding) override it. The default ignores them.
+  virtual TensorList call_masked(const TensorList& inputs, const TensorList& masks, bool training);
 
   // --- weights ---
 
@@ -163,8 +181,12 @@ class Layer : public std::enable_shared_from_this<Layer> {
     else return layer.ptr();
   }
 
+  /// Set by layers that pass masks through (see supports_masking()).
+  bool supports_masking_ = false;
+
  private:
-  friend TensorList call_layer(Layer& layer, const TensorList& inputs, std::optional<bool> training);
+  friend TensorList call_layer(Layer& layer, const TensorList& inputs, std::optional<bool> training,
+                               const TensorList* masks);
 
   mutable std::string name_;
   bool trainable_ = true;
@@ -203,6 +225,10 @@ class LayerHolder {
   TensorList operator()(const TensorList& xs, std::optional<bool> training = std::nullopt) const {
     return (*impl_)(xs, training);
   }
+  TensorList operator()(const TensorList& xs, const TensorList& masks,
+                        std::optional<bool> training = std::nullopt) const {
+    return (*impl_)(xs, masks, training);
+  }
   Impl* operator->() const { return impl_.get(); }
   Impl& operator*() const { return *impl_; }
   const std::shared_ptr<Impl>& ptr() const { return impl_; }
@@ -238,11 +264,16 @@ Tensor Input(const Shape& shape, const std::string& name = "", DType dtype = DTy
 bool is_keras_tensor(const Tensor& t);
 
 /// One recorded call of a layer on Keras tensors: a node of a functional model's graph.
+/// `masks`: the inputs' masks the call used; `output_masks`: what compute_mask gave
+/// (Keras tensors too; undefined or empty: none).
 struct LayerNode {
   LayerPtr layer;
   TensorList inputs, outputs;
+  TensorList masks, output_masks;
 };
 /// The call that produced a Keras tensor, or nullptr for an Input (and for other tensors).
 std::shared_ptr<const LayerNode> keras_history(const Tensor& t);
+/// The mask a Keras tensor carries (Keras's _keras_mask), undefined when none.
+Tensor keras_mask(const Tensor& t);
 
 }  // namespace deepflow::keras

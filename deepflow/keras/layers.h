@@ -7,6 +7,7 @@
 #include "deepflow/keras/layers/conv.h"
 #include "deepflow/keras/layers/core.h"
 #include "deepflow/keras/layers/embedding.h"
+#include "deepflow/keras/layers/keras_ops.h"
 #include "deepflow/keras/layers/merge.h"
 #include "deepflow/keras/layers/normalization.h"
 #include "deepflow/keras/layers/pooling.h"

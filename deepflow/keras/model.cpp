@@ -81,6 +81,8 @@ void Model::init_functional(TensorList inputs, TensorList outputs) {
     if (done.count(node.get())) return;
     done.insert(node.get());
     for (const Tensor& x : node->inputs) visit(x);
+    for (const Tensor& m : node->masks)  // an explicit mask= from another node (a computed one has none)
+      if (m.defined() && keras_history(m)) visit(m);
     order.push_back(node);
   };
   for (const Tensor& t : outputs) visit(t);
@@ -108,11 +110,30 @@ TensorList Model::call(const TensorList& inputs, bool training) {
              " should have shape ", inputs_[i].shape(), ", got ", inputs[i].shape());
     values[inputs_[i].id()] = inputs[i];
   }
+  // Masks are replayed like values: a node's masks are what its producers' compute_mask
+  // gave on this call's tensors (or another node's output: Keras 3's explicit mask=).
+  auto value_of = [&](const Tensor& symbolic) {
+    auto it = symbolic.defined() ? values.find(symbolic.id()) : values.end();
+    return it == values.end() ? Tensor() : it->second;
+  };
   for (const auto& node : nodes_) {
-    TensorList args;
+    TensorList args, masks;
     for (const Tensor& x : node->inputs) args.push_back(values.at(x.id()));
-    TensorList outs = (*node->layer)(args, training);
+    bool masked = false;
+    for (const Tensor& m : node->masks) {
+      masks.push_back(value_of(m));
+      masked |= masks.back().defined();
+    }
+    if (!masked) masks.clear();
+    TensorList outs = (*node->layer)(args, masks, training);
     for (size_t j = 0; j < outs.size() && j < node->outputs.size(); ++j) values[node->outputs[j].id()] = outs[j];
+    bool gives_masks = false;
+    for (const Tensor& m : node->output_masks) gives_masks |= m.defined();
+    if (gives_masks) {
+      const TensorList out_masks = node->layer->compute_mask(args, masks);
+      for (size_t j = 0; j < out_masks.size() && j < node->output_masks.size(); ++j)
+        if (node->output_masks[j].defined()) values[node->output_masks[j].id()] = out_masks[j];
+    }
   }
   TensorList result;
   for (const Tensor& t : outputs_) result.push_back(values.at(t.id()));

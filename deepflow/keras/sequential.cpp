@@ -4,6 +4,8 @@
 // summary() shows every output shape before any data has run.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "deepflow/core/error.h"
 #include "deepflow/keras/layers/core.h"
 #include "deepflow/keras/model.h"
@@ -62,7 +64,14 @@ TensorList Sequential::call(const TensorList& inputs, bool training) {
   DF_CHECK(inputs.size() == 1, "[", name(), "] a Sequential model takes one input, got ", inputs.size());
   DF_CHECK(!stack_.empty(), "[", name(), "] has no layers");
   Tensor x = inputs[0];
-  for (const LayerPtr& l : stack_) x = (*l)(x, training);
+  TensorList mask;  // Keras's mask propagation (Embedding(mask_zero) -> an RNN)
+  for (const LayerPtr& l : stack_) {
+    Tensor y = (*l)(TensorList{x}, mask, training).at(0);
+    mask = l->compute_mask({x}, mask);
+    if (!mask.empty() && !mask[0].defined()) mask.clear();
+    mask.resize(std::min<size_t>(mask.size(), 1));
+    x = y;
+  }
   return {x};
 }
 

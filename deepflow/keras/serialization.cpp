@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -12,6 +13,7 @@
 #include "deepflow/core/error.h"
 #include "deepflow/graph/graph.h"
 #include "deepflow/keras/layers/core.h"
+#include "deepflow/keras/layers/keras_ops.h"
 
 namespace deepflow::keras {
 namespace {
@@ -133,6 +135,8 @@ Config functional_config(const Model& model) {
              " that no layer or input of the model produced");
     if (!seen.insert(node.get()).second) return;
     for (const Tensor& x : node->inputs) visit(x);
+    for (const Tensor& m : node->masks)
+      if (m.defined() && keras_history(m)) visit(m);  // an explicit mask= (a computed one has no node)
     order.push_back(node);
   };
   for (const Tensor& t : model.outputs()) visit(t);
@@ -146,6 +150,10 @@ Config functional_config(const Model& model) {
       DF_CHECK(names.insert(name).second, at, "model '", model.name(), "' has two layers (or inputs) named '",
                name, "'; layer names must be unique within a model");
       Config entry = serialize_layer(*layer);
+      if (dynamic_cast<const layers::KerasOpImpl*>(layer)) {
+        entry["module"] = layers::kKerasOpsModule;
+        entry["registered_name"] = layer->class_name();
+      }
       entry["name"] = name;
       entry["inbound_nodes"] = Config::array();
       it = entry_of.emplace(layer, layers.size()).first;
@@ -153,17 +161,28 @@ Config functional_config(const Model& model) {
     }
     Config& entry = layers[it->second];
     const int64_t node_index = int64_t(entry["inbound_nodes"].size());
+    auto keras_tensor = [&](const Tensor& x) {
+      return Config{{"class_name", "__keras_tensor__"},
+                    {"config", {{"shape", shape_json(x.shape())},
+                                {"dtype", dtype_name(x.dtype())},
+                                {"keras_history", history_json(where.at(x.id()))}}}};
+    };
     Config args = Config::array();
-    for (const Tensor& x : node->inputs) {
-      Config kt{{"class_name", "__keras_tensor__"},
-                {"config", {{"shape", shape_json(x.shape())},
-                            {"dtype", dtype_name(x.dtype())},
-                            {"keras_history", history_json(where.at(x.id()))}}}};
-      args.push_back(std::move(kt));
-    }
-    // Keras 3: a single tensor is the first positional argument, several are a list.
+    for (const Tensor& x : node->inputs) args.push_back(keras_tensor(x));
+    // Keras 3: a single tensor is the first positional argument, several are a list; an
+    // op's args mix its tensors with constants.
     Config call_args = node->inputs.size() == 1 ? args : Config::array({args});
-    entry["inbound_nodes"].push_back(Config{{"args", call_args}, {"kwargs", Config::object()}});
+    if (const auto* op = dynamic_cast<const layers::KerasOpImpl*>(layer)) call_args = op->call_args(args);
+    Config kwargs = Config::object();
+    Config masks = Config::array();
+    bool explicit_mask = false;
+    for (const Tensor& m : node->masks) {
+      const bool has = m.defined() && where.count(m.id());
+      masks.push_back(has ? keras_tensor(m) : Config(nullptr));
+      explicit_mask |= has;
+    }
+    if (explicit_mask) kwargs["mask"] = masks.size() == 1 ? masks[0] : masks;
+    entry["inbound_nodes"].push_back(Config{{"args", call_args}, {"kwargs", kwargs}});
     for (size_t j = 0; j < node->outputs.size(); ++j)
       if (node->outputs[j].defined()) where[node->outputs[j].id()] = {layer->name(), node_index, int64_t(j)};
   }
@@ -228,6 +247,26 @@ std::vector<History> inbound_tensors(const Config& node, const std::string& laye
   return out;
 }
 
+// The histories of a Keras 3 node's kwargs["mask"] (one tensor or a list, null for none).
+std::vector<std::optional<History>> inbound_masks(const Config& node, const std::string& layer) {
+  std::vector<std::optional<History>> out;
+  if (!node.is_object() || !node.contains("kwargs") || !node["kwargs"].is_object() || !node["kwargs"].contains("mask"))
+    return out;
+  const Config& m = node["kwargs"]["mask"];
+  const Config list = m.is_array() ? m : Config::array({m});
+  for (const Config& a : list) {
+    if (a.is_object() && a.value("class_name", "") == "__keras_tensor__") {
+      const Config& h = a.at("config").at("keras_history");
+      DF_CHECK(h.is_array() && h.size() >= 3 && h[0].is_string(), "[keras.models.model_from_config] layer '", layer,
+               "': bad mask keras_history ", h.dump());
+      out.push_back(History{h[0].get<std::string>(), h[1].get<int64_t>(), h[2].get<int64_t>()});
+    } else {
+      out.push_back(std::nullopt);
+    }
+  }
+  return out;
+}
+
 ModelPtr functional_from_config(const Config& c) {
   const char* at = "[keras.models.model_from_config] ";
   DF_CHECK(c.contains("layers") && c["layers"].is_array(), at, "a functional config needs a \"layers\" list");
@@ -249,7 +288,18 @@ ModelPtr functional_from_config(const Config& c) {
       outputs[name].push_back({make_input(lc)});
       continue;
     }
-    by_name[name] = layer_from_config(entry);
+    if (serialization::is_keras_op_entry(entry)) {
+      // An op's constants are in its call's args, not its config.
+      const std::string cls = entry["class_name"].get<std::string>();
+      DF_CHECK(layers::is_keras_op_class(cls), at, "deepflow does not compute the Keras op '", name, "' (class ", cls,
+               ", module ", entry.value("module", ""), ")");
+      DF_CHECK(entry.contains("inbound_nodes") && entry["inbound_nodes"].is_array() &&
+                   !entry["inbound_nodes"].empty() && entry["inbound_nodes"][0].is_object(),
+               at, "the Keras op '", name, "' has no Keras 3 inbound node");
+      by_name[name] = layers::KerasOp(cls, entry["inbound_nodes"][0].at("args"), name);
+    } else {
+      by_name[name] = layer_from_config(entry);
+    }
     if (entry.contains("inbound_nodes")) {
       size_t index = 0;
       for (const Config& node : entry["inbound_nodes"]) pending.push_back({name, &node, index++});
@@ -264,24 +314,39 @@ ModelPtr functional_from_config(const Config& c) {
         ++it;
         continue;
       }
-      TensorList args;
+      TensorList args, masks;
       bool ready = true;
-      for (const History& h : inbound_tensors(*it->node, it->layer)) {
+      // The tensor a history names; undefined (and ready false) while its node is pending.
+      auto resolve = [&](const History& h) {
         DF_CHECK(by_name.count(h.layer), at, "layer '", it->layer, "' reads from unknown layer '", h.layer, "'");
         const auto& nodes = outputs[h.layer];
         if (h.node < 0 || size_t(h.node) >= nodes.size()) {
           ready = false;
-          break;
+          return Tensor();
         }
         DF_CHECK(h.tensor >= 0 && size_t(h.tensor) < nodes[size_t(h.node)].size(), at, "layer '", it->layer,
                  "' reads output ", h.tensor, " of '", h.layer, "', which has ", nodes[size_t(h.node)].size());
-        args.push_back(nodes[size_t(h.node)][size_t(h.tensor)]);
+        return nodes[size_t(h.node)][size_t(h.tensor)];
+      };
+      for (const History& h : inbound_tensors(*it->node, it->layer)) {
+        args.push_back(resolve(h));
+        if (!ready) break;
+      }
+      for (const auto& h : inbound_masks(*it->node, it->layer)) {
+        if (!ready) break;
+        masks.push_back(h ? resolve(*h) : Tensor());
       }
       if (!ready) {
         ++it;
         continue;
       }
-      outputs[it->layer].push_back((*by_name.at(it->layer))(args));
+      LayerPtr layer = by_name.at(it->layer);
+      if (masks.empty()) {
+        outputs[it->layer].push_back((*layer)(args));
+      } else {
+        masks.resize(args.size());
+        outputs[it->layer].push_back((*layer)(args, masks));
+      }
       it = pending.erase(it);
       progress = true;
     }
@@ -311,6 +376,11 @@ ModelPtr functional_from_config(const Config& c) {
 }  // namespace
 
 // --- the registry ---
+
+bool serialization::is_keras_op_entry(const Config& entry) {
+  return entry.is_object() && entry.contains("module") && entry["module"].is_string() &&
+         entry["module"].get<std::string>().rfind("keras.src.ops", 0) == 0;
+}
 
 bool register_layer(const std::string& class_name, LayerFactory factory) {
   DF_CHECK(!class_name.empty() && factory, "[keras.register_layer] needs a class name and a factory");

@@ -124,6 +124,9 @@ std::string activation_of(const Config& c, const char* key = "activation");
 std::vector<int64_t> ints_of(const Config& c, const char* key);
 /// An int, or nullopt when missing or null (seeds, optional sizes).
 std::optional<int64_t> optional_int_of(const Config& c, const char* key);
+/// A layers-list entry for a Keras 3 operation (module "keras.src.ops.*", not a layer;
+/// see layers/keras_ops.h).
+bool is_keras_op_entry(const Config& entry);
 /// c[key] as T, or `fallback` when missing or null.
 template <class T>
 T value_or(const Config& c, const char* key, T fallback) {

@@ -40,6 +40,13 @@ nb::list shapes_to_py(const std::vector<Shape>& shapes) {
   return out;
 }
 
+nb::object masks_to_py(const TensorList& masks) {
+  if (masks.empty()) return nb::none();
+  nb::list out;
+  for (const Tensor& m : masks) out.append(m.defined() ? nb::cast(m) : nb::none());
+  return out;
+}
+
 // A Layer subclassed in Python: build and call run the Python methods.
 struct PyLayer : k::Layer {
   NB_TRAMPOLINE(k::Layer);
@@ -56,6 +63,21 @@ struct PyLayer : k::Layer {
     return nb::cast<TensorList>(self.attr("_df_call")(inputs, training));
   }
   Tensor call(const Tensor& x, bool training) override { return call(TensorList{x}, training)[0]; }
+  // Masks reach Python's call(mask=...) and compute_mask (None for an undefined one).
+  TensorList call_masked(const TensorList& inputs, const TensorList& masks, bool training) override {
+    nb::gil_scoped_acquire gil;
+    nb::object self = nb::borrow(nb_trampoline.base());
+    return nb::cast<TensorList>(self.attr("_df_call")(inputs, training, masks_to_py(masks)));
+  }
+  TensorList compute_mask(const TensorList& inputs, const TensorList& masks) const override {
+    nb::gil_scoped_acquire gil;
+    nb::object out = nb::borrow(nb_trampoline.base()).attr("_df_compute_mask")(inputs, masks_to_py(masks));
+    TensorList result;
+    if (out.is_none()) return result;
+    if (nb::isinstance<Tensor>(out)) return {nb::cast<Tensor>(out)};
+    for (nb::handle m : out) result.push_back(m.is_none() ? Tensor() : nb::cast<Tensor>(m));
+    return result;
+  }
   std::string class_name() const override {
     nb::gil_scoped_acquire gil;
     return nb::cast<std::string>(nb::borrow(nb_trampoline.base()).attr("__class__").attr("__name__"));
@@ -217,10 +239,22 @@ void init_keras(nb::module_& m) {
       .def(nb::init<std::string>(), nb::arg("name") = "")
       // Taking self as a shared_ptr makes nanobind tie the layer's weak_this to its Python
       // object, so shared_from_this() works when a functional model records the call.
-      .def("_call", [](std::shared_ptr<k::Layer> l, nb::handle inputs, std::optional<bool> training) {
+      .def("_call", [](std::shared_ptr<k::Layer> l, nb::handle inputs, std::optional<bool> training,
+                       nb::handle masks) {
         TensorList in = tensor_list(inputs);
-        return (*l)(in, training);
-      }, nb::arg("inputs"), nb::arg("training").none() = nb::none())
+        if (masks.is_none()) return (*l)(in, training);
+        TensorList ms;  // Keras's mask=: one per input, None for none
+        for (nb::handle m : masks) ms.push_back(m.is_none() ? Tensor() : nb::cast<Tensor>(m));
+        ms.resize(in.size());
+        return (*l)(in, ms, training);
+      }, nb::arg("inputs"), nb::arg("training").none() = nb::none(), nb::arg("masks").none() = nb::none())
+      // The C++ layer's own compute_mask (not the trampoline's: Python's compute_mask calls this).
+      .def("_compute_mask", [](const k::Layer& l, nb::handle inputs, nb::handle masks) -> nb::object {
+        TensorList ms;
+        if (!masks.is_none())
+          for (nb::handle m : masks) ms.push_back(m.is_none() ? Tensor() : nb::cast<Tensor>(m));
+        return masks_to_py(l.compute_mask(tensor_list(inputs), ms));
+      }, nb::arg("inputs"), nb::arg("masks").none() = nb::none())
       .def("_build_shapes", [](k::Layer& l, const std::vector<Ints>& shapes) {
         std::vector<Shape> s;
         for (const Ints& d : shapes) s.emplace_back(d);

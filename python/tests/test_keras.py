@@ -244,3 +244,66 @@ result = [tf.constant([float(f(t)) for t in steps]) for f in (
     env = {"tf": tf}
     exec(code, env)
     assert_same(to_oracle_form(env["result"]), tf_oracle.run(code), rtol=1e-5, atol=1e-6)
+
+
+# --- masking: Embedding(mask_zero) into recurrent layers, as Keras 3 computes it ---
+
+TOKENS = np.array([[3, 9, 4, 0, 0, 0], [0, 7, 7, 1, 5, 2], [8, 6, 1, 0, 2, 0]], dtype=np.int32)
+
+
+def _masked_text(functional):
+    layers = [tf.keras.layers.Embedding(20, 6, mask_zero=True), tf.keras.layers.GRU(5, return_sequences=True),
+              tf.keras.layers.LSTM(4), tf.keras.layers.Dense(2)]
+    if not functional:
+        return tf.keras.Sequential([tf.keras.Input(shape=(None,), dtype="int32")] + layers)
+    x = tf.keras.Input(shape=(None,), dtype="int32")
+    h = x
+    for layer in layers:
+        h = layer(h)
+    return tf.keras.Model(x, h)
+
+
+@pytest.mark.parametrize("functional", [False, True])
+def test_mask_zero_matches_tensorflow(tf_oracle, functional):
+    model = _masked_text(functional)
+    weights = model.get_weights()
+    code = """
+m = tf.keras.Sequential([tf.keras.Input(shape=(None,), dtype='int32'), tf.keras.layers.Embedding(20, 6, mask_zero=True),
+                         tf.keras.layers.GRU(5, return_sequences=True), tf.keras.layers.LSTM(4),
+                         tf.keras.layers.Dense(2)])
+m.set_weights(weights)
+result = tf.constant(m.predict(x, verbose=0))
+"""
+    theirs = tf_oracle.run(code, weights=weights, x=TOKENS)
+    ours = model.predict(TOKENS, verbose=0)
+    assert_same(("tensor", "float32", ours), theirs, rtol=1e-5, atol=1e-5)
+
+
+def test_explicit_mask_and_a_python_layer_that_reads_it():
+    seen = {}
+
+    class CountKept(tf.keras.layers.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.supports_masking = True
+
+        def call(self, inputs, mask=None):
+            seen["mask"] = mask is not None
+            return inputs
+
+    emb = tf.keras.layers.Embedding(20, 3, mask_zero=True)
+    assert emb.compute_mask(TOKENS).numpy().tolist() == (TOKENS != 0).tolist()
+    x = tf.keras.Input(shape=(None,), dtype="int32")
+    h = CountKept()(emb(x))
+    y = tf.keras.layers.GlobalAveragePooling1D()(h)
+    model = tf.keras.Model(x, y)
+    out = model.predict(TOKENS, verbose=0)
+    assert seen["mask"]
+    vectors = emb(TOKENS).numpy()
+    kept = (TOKENS != 0)[..., None]
+    np.testing.assert_allclose(out, (vectors * kept).sum(1) / kept.sum(1), rtol=1e-5)
+    # layer(x, mask=m) on a C++ layer: masked steps hold the state.
+    gru = tf.keras.layers.GRU(2)
+    seq = np.random.default_rng(0).standard_normal((1, 4, 3)).astype(np.float32)
+    held = gru(seq, mask=tf.constant([[True, True, False, False]])).numpy()
+    np.testing.assert_allclose(held, gru(seq[:, :2]).numpy(), rtol=1e-5)

@@ -120,11 +120,14 @@ void check_corpus(const std::string& model, const std::string& file, const std::
   EXPECT_GT(checked, 0) << model;
 }
 
+// text_lstm reads tokens of any length; text_gru's padded rows need masking.
 TEST(KerasFile, TfCorpusKeras3Files) {
-  for (const char* model : {"mlp", "cnn", "transformer", "preprocessing"}) check_corpus(model, "model.keras", "keras");
+  for (const char* model : {"mlp", "cnn", "transformer", "preprocessing", "text_lstm", "text_gru"})
+    check_corpus(model, "model.keras", "keras");
 }
 TEST(KerasFile, TfCorpusTfKerasH5Files) {
-  for (const char* model : {"mlp", "cnn", "transformer", "preprocessing"}) check_corpus(model, "model.h5", "tf_keras");
+  for (const char* model : {"mlp", "cnn", "transformer", "preprocessing", "text_lstm", "text_gru"})
+    check_corpus(model, "model.h5", "tf_keras");
 }
 // The keras.applications tier (make tf-models-apps): ZeroPadding2D, ReLU(6), depthwise convs.
 TEST(KerasFile, TfCorpusApplicationFiles) {
@@ -177,6 +180,18 @@ std::map<std::string, Built> deepflow_models() {
   Tensor y = Dense(3)(Concatenate()(TensorList{ha, hb})[0]);
   out["df_two_inputs"] = {std::make_shared<Model>(TensorList{a, b}, TensorList{y}, "df_two_inputs"),
                           {random_normal({3, 4}, 0, 1, DType::Float32, 4), random_normal({3, 4}, 0, 1, DType::Float32, 5)}};
+  // Padded rows: Keras 3 itself checks our masking (and the unknown-length input).
+  auto masked = std::make_shared<Sequential>(
+      std::vector<LayerPtr>{InputLayer(Shape{-1}, DType::Int32), Embedding(20, 6, {.mask_zero = true}),
+                            GRU(5, {.return_sequences = true}), LSTM(4), Dense(2)},
+      "df_masked_text");
+  out["df_masked_text"] = {masked, {constant(std::vector<int32_t>{3, 9, 4, 0, 0, 0, 0, 7, 7, 1, 5, 2, 8, 6, 1, 0, 2, 0},
+                                             Shape{3, 6})}};
+  // Keras 3's own text_gru (an explicit NotEqual mask node) written back by us.
+  const fs::path gru = fs::path(DEEPFLOW_TESTS_SOURCE_ROOT) / "data" / "tf_models" / "text_gru" / "model.keras";
+  if (fs::exists(gru))
+    out["df_rewritten_text_gru"] = {load_model(gru.string()),
+                                    {constant(std::vector<int32_t>{4, 8, 15, 16, 0, 0, 23, 42, 1, 2, 3, 0}, Shape{2, 6})}};
   int64_t seed = 100;
   for (auto& [name, built] : out) fill_weights(*built.model, seed += 50);
   return out;

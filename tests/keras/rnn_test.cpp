@@ -569,8 +569,6 @@ TEST(KerasRNN, Errors) {
   EXPECT_THAT(error_of([] { SimpleRNN(-2); }), HasSubstr("[SimpleRNN] units must be positive, got -2"));
   EXPECT_THAT(error_of([] { GRU(2, {.recurrent_activation = "nope"}); }), HasSubstr("unknown activation 'nope'"));
 
-  EXPECT_THAT(error_of([] { LSTM(4, {.name = "lstm"})(Input({-1, 8})); }),
-              HasSubstr("[lstm] needs a known number of timesteps, got [?,?,8]"));
   EXPECT_THAT(error_of([] { GRU(4, {.name = "g2"})(random_normal({2, 3})); }),
               HasSubstr("[g2] expects inputs of rank 3 (batch, timesteps, features), got [2,3]"));
   EXPECT_THAT(error_of([] { GRU(4, {.name = "g3"})(Input({5, -1})); }),
@@ -607,8 +605,6 @@ TEST(KerasBidirectional, Errors) {
   auto bi = Bidirectional(LSTM(2), {.name = "bi"});
   EXPECT_THAT(error_of([&] { bi(TensorList{random_normal({1, 2, 3}), zeros({1, 2})}); }),
               HasSubstr("[bi] takes the inputs and 4 initial states (forward then backward), got 2 tensors"));
-  EXPECT_THAT(error_of([&] { Bidirectional(SimpleRNN(2, {.name = "t"}))(Input({-1, 3})); }),
-              HasSubstr("[forward_t] needs a known number of timesteps"));
 }
 
 }  // namespace

@@ -40,6 +40,7 @@ Config InputLayerImpl::get_config() const {
 DenseImpl::DenseImpl(int64_t units, DenseOptions options)
     : Layer(options.name), units_(units), options_(std::move(options)) {
   DF_CHECK(units > 0, "[Dense] units must be positive, got ", units);
+  supports_masking_ = true;
   activations::check(options_.activation);
 }
 
@@ -78,6 +79,7 @@ Config DenseImpl::get_config() const {
 ActivationImpl::ActivationImpl(std::string activation, std::string name)
     : Layer(std::move(name)), activation_(std::move(activation)) {
   activations::check(activation_);
+  supports_masking_ = true;
 }
 
 Tensor ActivationImpl::call(const Tensor& x, bool) { return activations::apply(activation_, x); }
@@ -145,6 +147,7 @@ Config ReshapeImpl::get_config() const {
 DropoutImpl::DropoutImpl(double rate, std::optional<int64_t> seed, std::string name)
     : Layer(std::move(name)), rate_(rate), seed_(seed) {
   DF_CHECK(rate >= 0 && rate < 1, "[Dropout] rate must be in [0, 1), got ", rate);
+  supports_masking_ = true;
 }
 
 Tensor DropoutImpl::call(const Tensor& x, bool training) {

@@ -29,6 +29,11 @@ Tensor EmbeddingImpl::call(const Tensor& ids, bool) {
   return gather(read(embeddings_), idx);
 }
 
+TensorList EmbeddingImpl::compute_mask(const TensorList& inputs, const TensorList&) const {
+  if (!options_.mask_zero || inputs.empty()) return {};
+  return {not_equal(inputs[0], scalar_like(inputs[0], 0.0))};
+}
+
 Config EmbeddingImpl::get_config() const {
   Config c = Layer::get_config();
   c["input_dim"] = input_dim_;
@@ -36,7 +41,7 @@ Config EmbeddingImpl::get_config() const {
   c["embeddings_initializer"] = initializers::serialize(*options_.embeddings_initializer);
   c["embeddings_regularizer"] =
       options_.embeddings_regularizer ? regularizers::serialize(*options_.embeddings_regularizer) : Config(nullptr);
-  c["mask_zero"] = false;
+  c["mask_zero"] = options_.mask_zero;
   return c;
 }
 
@@ -46,11 +51,10 @@ namespace {
 
 const bool kRegistered = register_layer("Embedding", [](const Config& c) -> LayerPtr {
   namespace ser = serialization;
-  DF_CHECK(!ser::value_or(c, "mask_zero", false), "[keras.layers.deserialize] Embedding '", ser::name_of(c),
-           "': mask_zero is not supported");
   return Embedding(c.at("input_dim").get<int64_t>(), c.at("output_dim").get<int64_t>(),
                    EmbeddingOptions{.embeddings_initializer = ser::initializer_of(c, "embeddings_initializer", ""),
                                     .embeddings_regularizer = ser::regularizer_of(c, "embeddings_regularizer"),
+                                    .mask_zero = ser::value_or(c, "mask_zero", false),
                                     .name = ser::name_of(c)});
 });
 

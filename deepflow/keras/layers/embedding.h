@@ -11,6 +11,9 @@ namespace deepflow::keras::layers {
 struct EmbeddingOptions {
   InitializerPtr embeddings_initializer;  ///< null: RandomUniform(-0.05, 0.05), Keras's "uniform"
   RegularizerPtr embeddings_regularizer;
+  /// Id 0 is padding: compute_mask gives ids != 0, which RNNs and
+  /// GlobalAveragePooling1D downstream honour (input_dim must then count the 0).
+  bool mask_zero = false;
   std::string name;
 };
 
@@ -24,6 +27,8 @@ class EmbeddingImpl : public Layer {
   using Layer::build;
   Tensor call(const Tensor& ids, bool training) override;
   using Layer::call;
+  /// With mask_zero: {ids != 0} (bool, the ids' shape); otherwise none.
+  TensorList compute_mask(const TensorList& inputs, const TensorList& masks) const override;
   std::string class_name() const override { return "Embedding"; }
   Config get_config() const override;
   int64_t input_dim() const { return input_dim_; }

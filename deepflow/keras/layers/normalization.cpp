@@ -30,6 +30,7 @@ std::string axes_string(const std::vector<int64_t>& axes) {
 BatchNormalizationImpl::BatchNormalizationImpl(BatchNormalizationOptions options)
     : Layer(options.name), options_(std::move(options)) {
   DF_CHECK(options_.epsilon > 0, "[BatchNormalization] epsilon must be positive, got ", options_.epsilon);
+  supports_masking_ = true;
   DF_CHECK(options_.momentum >= 0 && options_.momentum <= 1, "[BatchNormalization] momentum must be in [0, 1], got ",
            options_.momentum);
 }
@@ -142,6 +143,7 @@ LayerNormalizationImpl::LayerNormalizationImpl(LayerNormalizationOptions options
     : Layer(options.name), options_(std::move(options)) {
   DF_CHECK(!options_.axis.empty(), "[LayerNormalization] axis needs at least one axis");
   DF_CHECK(options_.epsilon > 0, "[LayerNormalization] epsilon must be positive, got ", options_.epsilon);
+  supports_masking_ = true;
 }
 
 std::vector<int64_t> LayerNormalizationImpl::axes_for(const Shape& shape) const {

@@ -69,6 +69,18 @@ Tensor GlobalPoolingImpl::call(const Tensor& x, bool) {
   return max_ ? reduce_max(x, axes, keepdims_) : reduce_mean(x, axes, keepdims_);
 }
 
+// Keras's masked GlobalAveragePooling1D: the mean over the steps the mask keeps (a row
+// with none kept divides 0 by 0, as Keras). The max poolings ignore masks, as Keras.
+TensorList GlobalPoolingImpl::call_masked(const TensorList& inputs, const TensorList& masks, bool training) {
+  if (max_ || rank_ != 1 || inputs.size() != 1 || masks.empty() || !masks[0].defined())
+    return Layer::call_masked(inputs, masks, training);
+  const Tensor& x = inputs[0];
+  check_input(*this, x.shape(), rank_);
+  DF_CHECK(masks[0].rank() == 2, "[", name(), "] expects a mask of shape [batch, steps], got ", masks[0].shape());
+  const Tensor m = expand_dims(cast(masks[0], x.dtype()), -1);  // [b, steps, 1]
+  return {reduce_sum(x * m, {1}, keepdims_) / reduce_sum(m, {1}, keepdims_)};
+}
+
 Config GlobalPoolingImpl::get_config() const {
   Config c = Layer::get_config();
   c["data_format"] = "channels_last";

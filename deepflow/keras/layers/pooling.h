@@ -81,6 +81,8 @@ class GlobalPoolingImpl : public Layer {
   GlobalPoolingImpl(const char* class_name, int rank, bool max, GlobalPoolingOptions options);
   Tensor call(const Tensor& x, bool training) override;
   using Layer::call;
+  /// GlobalAveragePooling1D with a mask [b, steps]: the mean over the kept steps.
+  TensorList call_masked(const TensorList& inputs, const TensorList& masks, bool training) override;
   std::string class_name() const override { return class_name_; }
   Config get_config() const override;
 

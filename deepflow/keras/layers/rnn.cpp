@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "deepflow/core/error.h"
+#include "deepflow/function/control_flow.h"
 #include "deepflow/keras/activations.h"
 #include "deepflow/keras/serialization.h"
 #include "deepflow/ops/ops.h"
@@ -65,7 +66,18 @@ void RecurrentLayer::build(const std::vector<Shape>& input_shapes) {
 
 Tensor RecurrentLayer::call(const Tensor& x, bool training) { return call(TensorList{x}, training)[0]; }
 
-TensorList RecurrentLayer::call(const TensorList& inputs, bool) {
+TensorList RecurrentLayer::call(const TensorList& inputs, bool) { return run(inputs, Tensor()); }
+
+TensorList RecurrentLayer::call_masked(const TensorList& inputs, const TensorList& masks, bool) {
+  return run(inputs, masks.empty() ? Tensor() : masks[0]);
+}
+
+TensorList RecurrentLayer::compute_mask(const TensorList&, const TensorList& masks) const {
+  if (!return_sequences_ || masks.empty() || !masks[0].defined()) return {};
+  return {masks[0]};  // the states of return_state carry none
+}
+
+TensorList RecurrentLayer::run(const TensorList& inputs, const Tensor& mask) {
   const int n = num_states();
   DF_CHECK(inputs.size() == 1 || inputs.size() == size_t(1 + n), "[", name(), "] takes the inputs and ", n,
            " initial state(s), got ", inputs.size(), " tensors");
@@ -75,39 +87,118 @@ TensorList RecurrentLayer::call(const TensorList& inputs, bool) {
   DF_CHECK(x.shape()[2] < 0 || x.shape()[2] == features, "[", name(), "] expects inputs with ", features,
            " features, got ", x.shape());
   const int64_t steps = x.shape()[1];
-  // The loop is unrolled, so the step count must be static (the batch may stay unknown).
-  DF_CHECK(steps >= 0, "[", name(), "] needs a known number of timesteps, got ", x.shape());
-  DF_CHECK(steps > 0, "[", name(), "] needs at least one timestep, got ", x.shape());
+  DF_CHECK(steps != 0, "[", name(), "] needs at least one timestep, got ", x.shape());
   for (size_t i = 1; i < inputs.size(); ++i)
     DF_CHECK(inputs[i].shape().compatible_with(Shape{-1, units_}), "[", name(), "] initial state ", i - 1,
              " must have shape [batch, ", units_, "], got ", inputs[size_t(i)].shape());
-
-  // Time-major so each step's slice is contiguous; one rank-2 matmul projects every step
-  // (rank 2 also keeps clear of the traced fused_matmul's small path, which mishandles
-  // rank-3 inputs as of this writing).
+  Tensor step_mask;  // time-major [timesteps, batch] bool, in processing order
+  if (mask.defined()) {
+    DF_CHECK(mask.rank() == 2 && mask.shape().compatible_with(Shape{x.shape()[0], steps}), "[", name(),
+             "] expects a mask of shape [batch, timesteps] for inputs ", x.shape(), ", got ", mask.shape());
+    const Tensor m = mask.dtype() == DType::Bool ? mask : cast(mask, DType::Bool);
+    step_mask = transpose(go_backwards_ ? reverse(m, {1}) : m, {1, 0});
+  }
   const Tensor xs = go_backwards_ ? reverse(x, {1}) : x;
-  const Tensor flat = reshape(transpose(xs, {1, 0, 2}), {-1, features});
-  const int64_t gates = kernel_.shape()[1];
-  const Tensor xw = reshape(project_inputs(flat), {steps, -1, gates});
+  const Tensor time_major = transpose(xs, {1, 0, 2});
+  const TensorList initial(inputs.begin() + 1, inputs.end());
+  const TensorList result = steps > 0 ? run_unrolled(time_major, step_mask, initial, steps)
+                                      : run_loop(time_major, step_mask, initial);
+  return result;
+}
+
+namespace {
+
+// Keras's masked step: where the mask is false the states and the output keep their
+// previous values (the output starts at zeros).
+TensorList hold_masked(const Tensor& m, const TensorList& updated, const TensorList& previous) {
+  TensorList out;
+  for (size_t i = 0; i < updated.size(); ++i) out.push_back(where(m, updated[i], previous[i]));
+  return out;
+}
+
+}  // namespace
+
+// The loop unrolled over a static step count: one rank-2 matmul projects every step
+// (rank 2 also keeps clear of the traced fused_matmul's small path, which mishandles
+// rank-3 inputs as of this writing), then each step adds h @ recurrent_kernel.
+TensorList RecurrentLayer::run_unrolled(const Tensor& time_major, const Tensor& step_mask, const TensorList& initial,
+                                        int64_t steps) {
+  const int64_t features = kernel_.shape()[0], gates = kernel_.shape()[1];
+  const Tensor xw = reshape(project_inputs(reshape(time_major, {-1, features})), {steps, -1, gates});
   std::vector<Tensor> per_step = split(xw, steps, 0);
   for (Tensor& t : per_step) t = reshape(t, {-1, gates});
-
-  TensorList states;
-  if (inputs.size() > 1) {
-    states.assign(inputs.begin() + 1, inputs.end());
-  } else {
-    // Zeros [batch, units] without naming the (maybe unknown) batch size.
-    const Tensor zero = zeros_like(slice(per_step[0], {0, 0}, {-1, units_}));
-    states.assign(size_t(n), zero);
+  std::vector<Tensor> masks;
+  if (step_mask.defined()) {
+    masks = split(step_mask, steps, 0);
+    for (Tensor& m : masks) m = reshape(m, {-1, 1});
   }
+  // Zeros [batch, units] without naming the (maybe unknown) batch size.
+  const Tensor zero = zeros_like(slice(per_step[0], {0, 0}, {-1, units_}));
+  TensorList states = initial.empty() ? TensorList(size_t(num_states()), zero) : initial;
+  Tensor output = zero;
   const Step step = make_step();
   std::vector<Tensor> outputs;
-  for (const Tensor& xw_t : per_step) {
-    states = step(xw_t, states);
-    if (return_sequences_) outputs.push_back(states[0]);
+  for (size_t t = 0; t < per_step.size(); ++t) {
+    TensorList next = step(per_step[t], states);
+    if (masks.empty()) {
+      output = next[0];
+      states = std::move(next);
+    } else {
+      output = where(masks[t], next[0], output);
+      states = hold_masked(masks[t], next, states);
+    }
+    if (return_sequences_) outputs.push_back(output);
   }
-  TensorList result{return_sequences_ ? stack(outputs, 1) : states[0]};
+  TensorList result{return_sequences_ ? stack(outputs, 1) : output};
   if (return_state_) result.insert(result.end(), states.begin(), states.end());
+  return result;
+}
+
+// An unknown step count (a functional model on (None, features) inputs, a signature
+// exported for any length): a while_loop over the steps, each projected in the body.
+// return_sequences fills a [timesteps, batch, units] buffer one row per step. This
+// loop keeps no history (its shapes are not static), so it has no gradient; training
+// runs on batches of known length, which take the unrolled path.
+TensorList RecurrentLayer::run_loop(const Tensor& time_major, const Tensor& step_mask, const TensorList& initial) {
+  const int n = num_states();
+  // [timesteps, batch, 1] zeros: the run-time extents without naming them.
+  const Tensor column = zeros_like(slice(time_major, {0, 0, 0}, {-1, -1, 1}));
+  const Tensor count = size(reduce_sum(column, {1, 2}));
+  const Tensor zero = reshape(slice(column, {0, 0, 0}, {1, -1, 1}), {-1, 1}) +
+                      zeros_like(slice(read(recurrent_kernel_), {0, 0}, {1, units_}));  // [batch, units]
+  TensorList vars{scalar_like(count, 0.0)};
+  for (int i = 0; i < n; ++i) vars.push_back(initial.empty() ? zero : initial[size_t(i)]);
+  vars.push_back(zero);  // the last output
+  Tensor positions;
+  if (return_sequences_) {
+    vars.push_back(column + zeros_like(slice(read(recurrent_kernel_), {0, 0}, {1, units_})));
+    positions = cumsum(reduce_sum(column, {1, 2}) + 1.0, 0) - 1.0;
+  }
+  const Step step = make_step();
+  TensorList out = while_loop(
+      [count](const TensorList& v) { return less(v[0], count); },
+      [&](const TensorList& v) {
+        const Tensor xw_t = project_inputs(gather(time_major, v[0], 0));
+        const TensorList states(v.begin() + 1, v.begin() + 1 + n);
+        TensorList next = step(xw_t, states);
+        Tensor output = next[0];
+        if (step_mask.defined()) {
+          const Tensor m = reshape(gather(step_mask, v[0], 0), {-1, 1});
+          output = where(m, output, v[size_t(1 + n)]);
+          next = hold_masked(m, next, states);
+        }
+        TensorList body{v[0] + scalar_like(v[0], 1.0)};
+        body.insert(body.end(), next.begin(), next.end());
+        body.push_back(output);
+        if (return_sequences_) {
+          const Tensor row = reshape(equal(positions, cast(v[0], positions.dtype())), {-1, 1, 1});
+          body.push_back(where(row, expand_dims(output, 0), v.back()));
+        }
+        return body;
+      },
+      vars);
+  TensorList result{return_sequences_ ? transpose(out.back(), {1, 0, 2}) : out[size_t(1 + n)]};
+  if (return_state_) result.insert(result.end(), out.begin() + 1, out.begin() + 1 + n);
   return result;
 }
 

@@ -13,10 +13,13 @@
 //   auto bi = keras::layers::Bidirectional(keras::layers::GRU(16));
 //   Tensor z = bi(x);                                    // [b, 32] (concat)
 //
-// The time loop is unrolled over the static timestep count (it must be known; the
-// batch dim may be unknown): x @ kernel for all steps is one matmul, then each step
-// adds h @ recurrent_kernel. This runs eagerly, under GradientTape and in traces.
-// Not supported: dropout / recurrent_dropout, masking, stateful, non-unrolled loops.
+// A known timestep count unrolls the loop (the batch dim may be unknown): x @ kernel
+// for all steps is one matmul, then each step adds h @ recurrent_kernel. This runs
+// eagerly, under GradientTape and in traces. An unknown count (Input((None, f))) runs a
+// while_loop instead, which has no gradient (fit's batches have a known length).
+// Masks (Embedding(mask_zero), or layer({x}, {mask}) with mask [batch, timesteps] bool)
+// follow Keras: at a masked step the states and the output keep their previous values.
+// Not supported: dropout / recurrent_dropout, stateful.
 #pragma once
 
 #include <functional>
@@ -39,6 +42,10 @@ class RecurrentLayer : public Layer {
   TensorList call(const TensorList& inputs, bool training) override;
   /// The first output of the TensorList call.
   Tensor call(const Tensor& x, bool training) override;
+  /// The TensorList call with masks[0] [batch, timesteps] on the sequence.
+  TensorList call_masked(const TensorList& inputs, const TensorList& masks, bool training) override;
+  /// With return_sequences, the sequence's mask; otherwise none.
+  TensorList compute_mask(const TensorList& inputs, const TensorList& masks) const override;
   /// Layer's config plus units, return_sequences, return_state, go_backwards, stateful,
   /// dropout and recurrent_dropout (always false / 0 here).
   Config get_config() const override;
@@ -74,6 +81,11 @@ class RecurrentLayer : public Layer {
   Variable kernel_, recurrent_kernel_, bias_;
 
  private:
+  TensorList run(const TensorList& inputs, const Tensor& mask);
+  TensorList run_unrolled(const Tensor& time_major, const Tensor& step_mask, const TensorList& initial,
+                          int64_t steps);
+  TensorList run_loop(const Tensor& time_major, const Tensor& step_mask, const TensorList& initial);
+
   int64_t units_;
   bool return_sequences_, return_state_, go_backwards_;
 };

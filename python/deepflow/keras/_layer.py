@@ -59,9 +59,13 @@ class LayerAPI:
     @filter_traceback
     def __call__(self, inputs, *args, training=None, **kwargs):
         flat = [_to_tensor(x) for x in nest.flatten(inputs)]
+        mask = kwargs.get("mask")
+        masks = None
+        if mask is not None:  # Keras's mask= (C++ layers take it here; Python call()s get it as a kwarg)
+            masks = [None if m is None else _to_tensor(m) for m in nest.flatten(mask)]
         self._df_frames.append((inputs, args, kwargs, None))
         try:
-            out = self._call(flat, training)
+            out = self._call(flat, training, masks)
             structure = self._df_frames[-1][3]
         finally:
             self._df_frames.pop()
@@ -69,7 +73,7 @@ class LayerAPI:
             return out[0] if len(out) == 1 else list(out)
         return nest.pack_sequence_as(structure, list(out))
 
-    def _df_call(self, flat_inputs, training):
+    def _df_call(self, flat_inputs, training, masks=None):
         if self._df_frames:
             structure, args, kwargs, _ = self._df_frames[-1]
         else:  # C++ replays the layer (a model's graph, a traced train step)
@@ -82,6 +86,10 @@ class LayerAPI:
         kw = dict(kwargs)
         if _accepts(self.call, "training"):
             kw["training"] = training
+        if masks is not None and kw.get("mask") is None and _has_param(self.call, "mask"):
+            kw["mask"] = masks[0] if len(masks) == 1 else list(masks)
+        elif "mask" in kw and not _has_param(self.call, "mask"):
+            kw.pop("mask")  # Keras passes mask= only to a call() that names it
         result = self.call(inputs, *args, **kw)
         if self._df_frames:
             frame = self._df_frames[-1]
@@ -101,6 +109,24 @@ class LayerAPI:
 
     def build(self, input_shape=None):
         """Makes the weights; called once, before the first call, with the input shape."""
+
+    @property
+    def supports_masking(self):
+        return self.__dict__.get("_supports_masking", False)
+
+    @supports_masking.setter
+    def supports_masking(self, value):
+        object.__setattr__(self, "_supports_masking", bool(value))
+
+    def compute_mask(self, inputs, previous_mask=None):
+        """The output's mask (Keras): the input's when supports_masking, else None."""
+        return previous_mask if self.supports_masking else None
+
+    def _df_compute_mask(self, flat_inputs, masks):
+        inputs = flat_inputs[0] if len(flat_inputs) == 1 else list(flat_inputs)
+        mask = None if masks is None else (masks[0] if len(masks) == 1 else list(masks))
+        out = self.compute_mask(inputs, mask)
+        return None if out is None else [out] if not isinstance(out, (list, tuple)) else list(out)
 
     def call(self, *args, **kwargs):
         return args[0] if args else None
@@ -248,6 +274,13 @@ def _trackables(value):
 
 
 _accepts_cache = {}
+
+
+def _has_param(fn, arg):
+    try:
+        return arg in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _accepts(fn, arg):

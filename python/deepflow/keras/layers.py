@@ -112,9 +112,18 @@ class _Builtin(Layer):
             input_shape[0], (int, type(None))) else [input_shape]
         self._df_impl._build_shapes([[-1 if d is None else int(d) for d in s] for s in shapes])
 
-    def call(self, inputs, training=None):
-        out = self._df_impl._call([_to_tensor(x) for x in nest.flatten(inputs)], training)
+    def call(self, inputs, training=None, mask=None):
+        masks = None if mask is None else [None if m is None else _to_tensor(m) for m in nest.flatten(mask)]
+        out = self._df_impl._call([_to_tensor(x) for x in nest.flatten(inputs)], training, masks)
         return out[0] if len(out) == 1 else list(out)
+
+    def compute_mask(self, inputs, previous_mask=None):
+        mask = previous_mask
+        masks = None if mask is None else [None if m is None else _to_tensor(m) for m in nest.flatten(mask)]
+        out = self._df_impl._compute_mask([_to_tensor(x) for x in nest.flatten(inputs)], masks)
+        if not out:
+            return None
+        return out[0] if len(out) == 1 else out
 
     def get_config(self):
         c = json.loads(self._df_impl._config_json())
