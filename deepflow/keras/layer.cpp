@@ -121,9 +121,8 @@ TensorList Layer::operator()(const TensorList& inputs, const TensorList& masks, 
   return call_layer(*this, inputs, training, &masks);
 }
 
-TensorList Layer::compute_mask(const TensorList& inputs, const TensorList& masks) const {
+TensorList Layer::compute_mask(const TensorList&, const TensorList& masks) const {
   if (!supports_masking_ || masks.empty() || !masks[0].defined()) return {};
-  (void)inputs;
   return {masks[0]};
 }
 
@@ -144,8 +143,10 @@ TensorList call_layer(Layer& layer, const TensorList& inputs, std::optional<bool
   if (symbolic) {
     lock.lock();
     // Nested symbolic calls (a model's layers) reuse the enclosing scope.
+    // A layer's build() runs with no build scope (its weights are made eagerly): a model
+    // that calls its layers there (Sequential) needs the scope back.
     GraphScope* cur = GraphScope::current();
-    if (!cur || cur->graph_ptr() != f.graph) scope.emplace(f.graph);
+    if (!cur || cur->graph_ptr() != f.graph || current_build_scope() != cur) scope.emplace(f.graph);
     if (!explicit_masks) {
       // Keras's implicit propagation: the masks the inputs' producers computed.
       bool any = false;

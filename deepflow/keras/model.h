@@ -230,6 +230,8 @@ class Sequential : public Model {
   void build(const Shape& input_shape) override;
   using Layer::build;
   TensorList call(const TensorList& inputs, bool training) override;
+  /// With the input's mask passed to the first layer.
+  TensorList call_masked(const TensorList& inputs, const TensorList& masks, bool training) override;
   using Layer::call;
   std::string class_name() const override { return "Sequential"; }
   std::vector<LayerPtr> model_layers() const override;
@@ -237,6 +239,7 @@ class Sequential : public Model {
  private:
   /// Records the stack as a functional graph again, when its input shape is known.
   void record();
+  TensorList run(const TensorList& inputs, TensorList mask, bool training);
   std::vector<LayerPtr> stack_;
 };
 

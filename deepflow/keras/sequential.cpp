@@ -4,8 +4,6 @@
 // summary() shows every output shape before any data has run.
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
-
 #include "deepflow/core/error.h"
 #include "deepflow/keras/layers/core.h"
 #include "deepflow/keras/model.h"
@@ -60,17 +58,24 @@ void Sequential::build(const Shape& input_shape) {
   if (!stack_.empty()) init_functional({in}, {x});
 }
 
-TensorList Sequential::call(const TensorList& inputs, bool training) {
+TensorList Sequential::call(const TensorList& inputs, bool training) { return run(inputs, {}, training); }
+
+TensorList Sequential::call_masked(const TensorList& inputs, const TensorList& masks, bool training) {
+  return run(inputs, masks, training);
+}
+
+// Keras's mask propagation: each layer gets the mask the previous one computed
+// (Embedding(mask_zero) -> an RNN), the first one the model's input mask.
+TensorList Sequential::run(const TensorList& inputs, TensorList mask, bool training) {
   DF_CHECK(inputs.size() == 1, "[", name(), "] a Sequential model takes one input, got ", inputs.size());
   DF_CHECK(!stack_.empty(), "[", name(), "] has no layers");
   Tensor x = inputs[0];
-  TensorList mask;  // Keras's mask propagation (Embedding(mask_zero) -> an RNN)
   for (const LayerPtr& l : stack_) {
-    Tensor y = (*l)(TensorList{x}, mask, training).at(0);
-    mask = l->compute_mask({x}, mask);
-    if (!mask.empty() && !mask[0].defined()) mask.clear();
-    mask.resize(std::min<size_t>(mask.size(), 1));
-    x = y;
+    const TensorList out = (*l)(TensorList{x}, mask, training);
+    DF_CHECK(out.size() == 1, "[", l->name(), "] returned ", out.size(), " outputs where one was expected");
+    const TensorList next = l->compute_mask({x}, mask);
+    mask = !next.empty() && next[0].defined() ? TensorList{next[0]} : TensorList{};
+    x = out[0];
   }
   return {x};
 }

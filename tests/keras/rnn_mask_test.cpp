@@ -116,6 +116,17 @@ TEST(KerasMasking, EmbeddingMaskZeroIntoGruAndLstm) {
   }
 }
 
+// A Sequential called inside a functional model hands the mask it gets to its first layer.
+TEST(KerasMasking, NestedSequentialTakesTheMask) {
+  auto emb = Embedding(20, 4, {.mask_zero = true});
+  auto gru = GRU(3);
+  auto inner = std::make_shared<Sequential>(std::vector<LayerPtr>{gru});
+  Tensor in = Input({-1}, "", DType::Int32);
+  auto model = std::make_shared<Model>(TensorList{in}, TensorList{(*inner)(emb(in))});
+  const Tensor y = model->predict(ids({6, 2, 0, 0}, 1));
+  expect_near(y, gru(emb(ids({6, 2}, 1))), 1e-5);
+}
+
 // Keras's masked return_sequences: a masked step repeats the previous output (zeros
 // before the first kept step).
 TEST(KerasMasking, MaskedStepsRepeatThePreviousOutput) {

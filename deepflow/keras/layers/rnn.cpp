@@ -101,9 +101,7 @@ TensorList RecurrentLayer::run(const TensorList& inputs, const Tensor& mask) {
   const Tensor xs = go_backwards_ ? reverse(x, {1}) : x;
   const Tensor time_major = transpose(xs, {1, 0, 2});
   const TensorList initial(inputs.begin() + 1, inputs.end());
-  const TensorList result = steps > 0 ? run_unrolled(time_major, step_mask, initial, steps)
-                                      : run_loop(time_major, step_mask, initial);
-  return result;
+  return steps > 0 ? run_unrolled(time_major, step_mask, initial, steps) : run_loop(time_major, step_mask, initial);
 }
 
 namespace {
@@ -163,16 +161,17 @@ TensorList RecurrentLayer::run_loop(const Tensor& time_major, const Tensor& step
   const int n = num_states();
   // [timesteps, batch, 1] zeros: the run-time extents without naming them.
   const Tensor column = zeros_like(slice(time_major, {0, 0, 0}, {-1, -1, 1}));
-  const Tensor count = size(reduce_sum(column, {1, 2}));
-  const Tensor zero = reshape(slice(column, {0, 0, 0}, {1, -1, 1}), {-1, 1}) +
-                      zeros_like(slice(read(recurrent_kernel_), {0, 0}, {1, units_}));  // [batch, units]
+  const Tensor per_step = reduce_sum(column, {1, 2});                                 // [timesteps] zeros
+  const Tensor unit_row = zeros_like(slice(read(recurrent_kernel_), {0, 0}, {1, units_}));  // [1, units]
+  const Tensor count = size(per_step);
+  const Tensor zero = reshape(slice(column, {0, 0, 0}, {1, -1, 1}), {-1, 1}) + unit_row;  // [batch, units]
   TensorList vars{scalar_like(count, 0.0)};
   for (int i = 0; i < n; ++i) vars.push_back(initial.empty() ? zero : initial[size_t(i)]);
   vars.push_back(zero);  // the last output
   Tensor positions;
   if (return_sequences_) {
-    vars.push_back(column + zeros_like(slice(read(recurrent_kernel_), {0, 0}, {1, units_})));
-    positions = cumsum(reduce_sum(column, {1, 2}) + 1.0, 0) - 1.0;
+    vars.push_back(column + unit_row);
+    positions = cumsum(per_step + 1.0, 0) - 1.0;
   }
   const Step step = make_step();
   TensorList out = while_loop(
