@@ -13,7 +13,7 @@ CMAKE_FLAGS ?=
 FUZZ_TIME ?= 20
 FUZZ_TARGETS = graph_text_fuzz graph_def_fuzz idx_fuzz tfrecord_fuzz example_fuzz bundle_fuzz saved_model_fuzz \
   npy_fuzz rest_request_fuzz grpc_request_fuzz onnx_import_fuzz tf_checkpoint_fuzz tf_import_fuzz tfjs_model_fuzz \
-  keras_file_fuzz
+  keras_file_fuzz lite_model_fuzz
 
 # What `make demo` builds: the libraries, the `deepflow` command and the demo, not the tests.
 DEMO_TARGETS = demo deepflow_cli

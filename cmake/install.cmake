@@ -7,8 +7,9 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 # The exported names: deepflow::deepflow, deepflow::proto, deepflow::io, deepflow::tf_proto,
-# deepflow::tf, deepflow::serving, deepflow::onnx.
-set(DEEPFLOW_INSTALLED_LIBRARIES deepflow deepflow_proto deepflow_io deepflow_tf_proto deepflow_tf deepflow_serving deepflow_onnx)
+# deepflow::tf, deepflow::serving, deepflow::onnx, deepflow::lite.
+set(DEEPFLOW_INSTALLED_LIBRARIES deepflow deepflow_proto deepflow_io deepflow_tf_proto deepflow_tf deepflow_serving deepflow_onnx
+    deepflow_lite)
 foreach(lib ${DEEPFLOW_INSTALLED_LIBRARIES})
   string(REGEX REPLACE "^deepflow_" "" export_name ${lib})
   # Each library finds its siblings next to itself, wherever the prefix is moved.
@@ -26,6 +27,8 @@ install(TARGETS ${DEEPFLOW_INSTALLED_LIBRARIES} EXPORT deepflowTargets
 # The public headers; *_internal.h are the importers' private parts (they need libonnx).
 install(DIRECTORY deepflow/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/deepflow
         FILES_MATCHING PATTERN "*.h" PATTERN "*_internal.h" EXCLUDE)
+# deepflow/lite/kernel.h (custom ops) includes the accessors flatc generated.
+install(FILES ${DEEPFLOW_LITE_SCHEMA_HEADER} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/schema)
 install(EXPORT deepflowTargets NAMESPACE deepflow:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/deepflow)
 
 configure_package_config_file(cmake/deepflowConfig.cmake.in ${CMAKE_CURRENT_BINARY_DIR}/deepflowConfig.cmake

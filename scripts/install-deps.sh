@@ -29,6 +29,7 @@ build=(
   libonnx-dev                                   # ONNX import/export
   libsnappy-dev                                 # Snappy blocks in TensorFlow checkpoint indexes
   libhdf5-dev libzip-dev                        # Keras files: model.weights.h5 / legacy .h5, the .keras zip
+  libflatbuffers-dev flatbuffers-compiler       # the .tflite format (schema/tflite.fbs, deepflow/lite)
 )
 test=(
   python3-grpcio python3-protobuf wrk time curl # serving tests (a Python gRPC client) and bench/serving

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+// LiteRT's integer arithmetic for int8 kernels, bit for bit (lite.md §2.2-2.3): a real
+// multiplier as a Q31 fixed-point M with a power-of-two shift, and the double-rounding
+// multiply of the reference kernels (SRDHM, then a rounding right shift).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace deepflow::lite {
+
+/// A real multiplier m = M * 2^(shift - 31), M in [2^30, 2^31) (or 0).
+struct QuantizedMultiplier {
+  int32_t multiplier = 0;
+  int shift = 0;  // > 0: a left shift
+};
+
+/// TFLite's QuantizeMultiplier: frexp, M = round(q * 2^31) (half away from zero), M == 2^31
+/// carried into the exponent, exponents below -31 flushed to zero.
+inline QuantizedMultiplier quantize_multiplier(double m) {
+  if (m == 0.0) return {};
+  int e = 0;
+  const double q = std::frexp(m, &e);
+  auto big = static_cast<int64_t>(std::round(q * static_cast<double>(int64_t{1} << 31)));
+  if (big == (int64_t{1} << 31)) {
+    big /= 2;
+    ++e;
+  }
+  if (e < -31) return {};
+  return {static_cast<int32_t>(big), e};
+}
+
+/// SaturatingRoundingDoublingHighMul (ARM VQRDMULH): the high 32 bits of 2ab, rounded.
+inline int32_t saturating_rounding_doubling_high_mul(int32_t a, int32_t b) {
+  if (a == b && a == std::numeric_limits<int32_t>::min()) return std::numeric_limits<int32_t>::max();
+  const int64_t p = static_cast<int64_t>(a) * static_cast<int64_t>(b);
+  const int32_t nudge = p >= 0 ? (1 << 30) : (1 - (1 << 30));
+  return static_cast<int32_t>((p + nudge) / (int64_t{1} << 31));
+}
+
+/// RoundingDivideByPOT: x / 2^e rounded to nearest, ties away from zero.
+inline int32_t rounding_divide_by_pot(int32_t x, int e) {
+  const int32_t mask = static_cast<int32_t>((int64_t{1} << e) - 1);
+  const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return (x >> e) + ((x & mask) > threshold ? 1 : 0);
+}
+
+/// MultiplyByQuantizedMultiplier, the reference kernels' double rounding.
+inline int32_t multiply_by_quantized_multiplier(int32_t x, QuantizedMultiplier m) {
+  const int left = m.shift > 0 ? m.shift : 0;
+  const int right = m.shift > 0 ? 0 : -m.shift;
+  return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x * (1 << left), m.multiplier), right);
+}
+
+}  // namespace deepflow::lite

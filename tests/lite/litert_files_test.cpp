@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+// Real .tflite files, written by TensorFlow 2.21's converter (float32 and float16 weights),
+// run here as in LiteRT with its reference kernels: every output within 1e-5 relative, at
+// each batch size the case lists (a resize of the -1 batch dimension), on 1 and 2 threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "deepflow/lite/interpreter.h"
+#include "lite_test_util.h"
+
+namespace deepflow::lite {
+namespace {
+
+using nlohmann::json;
+
+void run_case(const std::string& name, const json& c, int threads) {
+  const std::string dir = testing::litert_cases_dir();
+  auto model = Model::from_file(dir + "/" + c["file"].get<std::string>());
+  Interpreter interp(model, threads);
+  for (const json& run : c["runs"]) {
+    SCOPED_TRACE(name + " batch " + run["batch"].dump() + " threads " + std::to_string(threads));
+    const auto& inputs = run["inputs"];
+    ASSERT_EQ(inputs.size(), interp.inputs().size());
+    for (size_t i = 0; i < inputs.size(); ++i)
+      interp.resize_input_tensor(interp.inputs()[i], inputs[i]["shape"].get<std::vector<int>>());
+    interp.allocate_tensors();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      Tensor& t = interp.input_tensor(static_cast<int>(i));
+      const std::string bytes = testing::read_file(dir + "/" + inputs[i]["file"].get<std::string>());
+      ASSERT_EQ(bytes.size(), t.bytes) << "input " << i;
+      std::memcpy(t.data_ptr, bytes.data(), bytes.size());
+    }
+    interp.invoke();
+    const auto& outputs = run["outputs"];
+    ASSERT_EQ(outputs.size(), interp.outputs().size());
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const Tensor& t = interp.output_tensor(static_cast<int>(i));
+      ASSERT_EQ(t.shape, outputs[i]["shape"].get<std::vector<int>>()) << "output " << i;
+      ASSERT_EQ(outputs[i]["dtype"], "float32");
+      const std::string bytes = testing::read_file(dir + "/" + outputs[i]["file"].get<std::string>());
+      ASSERT_EQ(bytes.size(), t.bytes);
+      const auto* want = reinterpret_cast<const float*>(bytes.data());
+      const float* got = t.data<float>();
+      double scale = 1.0;
+      for (int64_t k = 0; k < t.num_elements(); ++k) scale = std::max(scale, std::fabs(static_cast<double>(want[k])));
+      for (int64_t k = 0; k < t.num_elements(); ++k)
+        ASSERT_LE(std::fabs(static_cast<double>(got[k]) - want[k]), 1e-5 * scale)
+            << "output " << i << " element " << k << ": " << got[k] << " vs LiteRT's " << want[k];
+    }
+  }
+}
+
+TEST(LiteRtFiles, MatchLiteRtReference) {
+  DEEPFLOW_NEED_LITERT_CASES();
+  const json cases = testing::litert_cases();
+  ASSERT_GE(cases.size(), 10u);
+  for (const auto& [name, c] : cases.items()) {
+    for (int threads : {1, 2}) {
+      run_case(name, c, threads);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(LiteRtFiles, SignatureRunnerNamesInputsAndOutputs) {
+  DEEPFLOW_NEED_LITERT_CASES();
+  auto model = Model::from_file(testing::litert_cases_dir() + "/mlp_float32.tflite");
+  Interpreter interp(model);
+  ASSERT_EQ(interp.signature_keys(), std::vector<std::string>{"serving_default"});
+  SignatureRunner& runner = interp.get_signature_runner();
+  ASSERT_EQ(runner.input_names().size(), 1u);
+  ASSERT_EQ(runner.output_names().size(), 1u);
+  runner.resize_input(runner.input_names()[0], {2, 12});
+  runner.allocate_tensors();
+  Tensor& x = runner.input(runner.input_names()[0]);
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = 0.1f * static_cast<float>(i % 7);
+  runner.invoke();
+  const Tensor& y = runner.output(runner.output_names()[0]);
+  ASSERT_EQ(y.shape, (std::vector<int>{2, 4}));
+  for (int r = 0; r < 2; ++r) {
+    float sum = 0;
+    for (int k = 0; k < 4; ++k) sum += y.data<float>()[r * 4 + k];
+    EXPECT_NEAR(sum, 1.0f, 1e-5);  // a softmax row
+  }
+  EXPECT_THROW(interp.get_signature_runner("nope"), Error);
+  EXPECT_THROW(runner.input("nope"), Error);
+}
+
+TEST(LiteRtFiles, StrictResizeTakesOnlyUnknownDimensions) {
+  DEEPFLOW_NEED_LITERT_CASES();
+  auto model = Model::from_file(testing::litert_cases_dir() + "/cnn_float32.tflite");
+  Interpreter interp(model);
+  const int in = interp.inputs()[0];
+  EXPECT_EQ(interp.tensor(in).shape_signature, (std::vector<int>{-1, 20, 20, 3}));
+  interp.resize_input_tensor(in, {4, 20, 20, 3}, /*strict=*/true);
+  try {
+    interp.resize_input_tensor(in, {4, 21, 20, 3}, /*strict=*/true);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shape_signature [-1,20,20,3]"), std::string::npos) << e.what();
+  }
+  interp.allocate_tensors();
+  EXPECT_EQ(interp.output_tensor(0).shape, (std::vector<int>{4, 5}));
+}
+
+TEST(LiteRtFiles, Float16WeightsAreFoldedOnce) {
+  DEEPFLOW_NEED_LITERT_CASES();
+  // Each DEQUANTIZE of a float16 weight runs at allocate_tensors(), so the arena holds
+  // activations only: the float16 file's arena is the float32 file's.
+  auto f32 = Model::from_file(testing::litert_cases_dir() + "/mobilenet_v2_96_float32.tflite");
+  auto f16 = Model::from_file(testing::litert_cases_dir() + "/mobilenet_v2_96_float16.tflite");
+  Interpreter a(f32), b(f16);
+  a.allocate_tensors();
+  b.allocate_tensors();
+  EXPECT_EQ(a.subgraph(0).arena_bytes(), b.subgraph(0).arena_bytes());
+  EXPECT_GT(a.subgraph(0).arena_bytes(), 0u);
+}
+
+}  // namespace
+}  // namespace deepflow::lite
