@@ -75,6 +75,7 @@ void init_py_ops(nb::module_& m);
 void init_data(nb::module_& m);
 void init_keras(nb::module_& m);
 void init_saving(nb::module_& m);
+void init_lite(nb::module_& m);  // lite.cpp: deepflow_lite for tf.lite.Interpreter
 /// Dataset passes inside graphs (data_graph.cpp), into the `data` submodule.
 void init_data_graph(nb::module_& d);
 

@@ -59,4 +59,5 @@ NB_MODULE(_deepflow, m) {
   init_data(m);
   init_keras(m);
   init_saving(m);
+  init_lite(m);
 }
