@@ -31,7 +31,7 @@ deps-build:
 # Everything the tests use as well: test packages, npm material, the torchvision ONNX models.
 deps: deps-build
 	@scripts/install-deps.sh build test
-	@scripts/fetch-test-deps.sh npm onnx
+	@scripts/fetch-test-deps.sh npm onnx lite
 
 # .venv-peers: TensorFlow 2.21 and the other oracles, pinned (bench/peers/requirements.txt).
 peers:

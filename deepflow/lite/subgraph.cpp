@@ -71,6 +71,7 @@ Subgraph::Subgraph(Interpreter& interpreter, const Model& model, int index, cons
       t.quant.dim = q->quantized_dimension();
     }
     t.is_variable = src.is_variable();
+    t.sparsity = src.sparsity();
     const std::string_view data = model.buffer(src.buffer());
     if (t.is_variable) {
       // A variable keeps its value across invokes: memory of its own, allocated (and

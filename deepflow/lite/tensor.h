@@ -12,6 +12,10 @@
 
 namespace deepflow::lite {
 
+namespace fb {
+struct SparsityParameters;
+}
+
 /// TFLite's TensorType numbering.
 enum class DType : int8_t {
   kFloat32 = 0, kFloat16 = 1, kInt32 = 2, kUInt8 = 3, kInt64 = 4, kString = 5, kBool = 6,
@@ -50,6 +54,8 @@ struct Tensor {
   std::vector<int> shape;
   std::vector<int> shape_signature;  // -1 where the converter left a dimension unknown
   QuantParams quant;
+  /// A constant stored sparse (the DENSIFY op's input): the file's table, else nullptr.
+  const fb::SparsityParameters* sparsity = nullptr;
   bool is_variable = false;
   Storage storage = Storage::kNone;
   std::byte* data_ptr = nullptr;

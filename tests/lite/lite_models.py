@@ -2,13 +2,20 @@
 """The TensorFlow side of tests/lite/*_test.cpp: .tflite files written by TensorFlow 2.21's
 converter and LiteRT's answers on fixed inputs.
 
-  lite_models.py OUT   writes OUT/<case>.tflite, OUT/<case>.in<i>.bin and
-                       OUT/<case>.out<i>.bin (raw little-endian arrays) and OUT/cases.json:
-                       {case: {file, inputs: [{name, dtype, shape, file}], outputs: [...],
-                       batches: [...]}}; LiteRT runs with its reference kernels
-                       (OpResolverType.BUILTIN_REF, lite.md 2.4), at every batch listed.
+  lite_models.py OUT   writes OUT/<case>.tflite and, per run, OUT/<case>.<run>.in<i>.bin and
+                       .out<i>.bin (raw little-endian arrays), and OUT/cases.json: {case:
+                       {file, runs: [{batch, inputs: [{name, index, dtype, shape, file}],
+                       outputs: [...]}]}}; LiteRT runs with its reference kernels
+                       (OpResolverType.BUILTIN_REF, lite.md 2.4).
+
+Cases: small Keras models (float32 and float16 weights) at two batch sizes, MobileNetV2,
+a tf.function with tf.cond / tf.while_loop (IF / WHILE), one-op models of every conv,
+depthwise, transpose-conv, FC, batch-matmul and pool variant, and the real files packages
+ship (data/tflite_files, scripts/fetch-test-deps.sh lite) as "real_<name>", whose "file" is
+their absolute path.
 
   .venv-peers/bin/python tests/lite/lite_models.py OUT"""
+import glob
 import json
 import os
 import sys
@@ -19,6 +26,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import keras  # noqa: E402
 from ai_edge_litert import interpreter as litert  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def keras_models():
@@ -106,6 +115,85 @@ def run_litert(content, arrays):
     return interp, [interp.get_tensor(d["index"]) for d in interp.get_output_details()]
 
 
+def record_run(out, case, tag, content, arrays):
+    """Runs LiteRT on arrays and writes both sides' files: one entry of a case's runs."""
+    interp, outputs = run_litert(content, arrays)
+    files = {"inputs": [], "outputs": []}
+    for kind, details, values in (("in", interp.get_input_details(), arrays),
+                                  ("out", interp.get_output_details(), outputs)):
+        for i, (d, v) in enumerate(zip(details, values)):
+            fname = f"{case}.{tag}.{kind}{i}.bin"
+            np.ascontiguousarray(v).tofile(os.path.join(out, fname))
+            files["inputs" if kind == "in" else "outputs"].append(
+                {"name": d["name"], "index": int(d["index"]), "dtype": str(v.dtype), "shape": list(v.shape),
+                 "file": fname})
+    return files
+
+
+def random_inputs(rng, content, shape_of):
+    probe = litert.Interpreter(model_content=content)
+    return [rng.standard_normal(shape_of(d)).astype(d["dtype"]) for d in probe.get_input_details()]
+
+
+def one_op_models():
+    """name -> content: one-op models of each conv / FC / matmul / pool variant (weights
+    drawn at scale 0.5, so every path sees values of both signs)."""
+    L = keras.layers
+    rng = np.random.default_rng(1)
+
+    def model(shape, *layers):
+        x = keras.Input(shape[1:], batch_size=shape[0])
+        y = x
+        for layer in layers:
+            y = layer(y)
+        m = keras.Model(x, y)
+        for w in m.weights:
+            w.assign(rng.standard_normal(w.shape).astype(np.float32) * 0.5)
+        return tf.lite.TFLiteConverter.from_keras_model(m).convert()
+
+    def fn(*specs):
+        def wrap(f):
+            g = tf.function(f, input_signature=[tf.TensorSpec(s, tf.float32) for s in specs])
+            return tf.lite.TFLiteConverter.from_concrete_functions([g.get_concrete_function()]).convert()
+        return wrap
+
+    w = tf.constant(rng.standard_normal([3, 16, 10]).astype(np.float32))
+    return {
+        "conv3x3_same_relu": model([2, 13, 11, 5], L.Conv2D(7, 3, padding="same", activation="relu")),
+        "conv1x1": model([2, 9, 10, 20], L.Conv2D(33, 1)),
+        "conv1x1_s2": model([1, 9, 10, 20], L.Conv2D(17, 1, strides=2)),
+        "conv3x3_s2_valid": model([1, 17, 16, 6], L.Conv2D(19, 3, strides=2, activation="relu6")),
+        "conv_dilated": model([1, 15, 14, 4], L.Conv2D(6, 3, dilation_rate=2, padding="same")),
+        "conv_5x3_s21": model([1, 12, 15, 3], L.Conv2D(8, (5, 3), strides=(2, 1), padding="same")),
+        "conv_grouped": model([1, 8, 8, 8], L.Conv2D(12, 3, groups=2, padding="same")),
+        "conv_grouped_1x1": model([2, 5, 6, 8], L.Conv2D(12, 1, groups=4, activation="relu")),
+        "conv_whole_image": model([3, 5, 4, 6], L.Conv2D(10, (5, 4))),
+        "conv_big": model([1, 56, 56, 32], L.Conv2D(64, 3, padding="same", activation="relu")),
+        "dw3x3_relu6": model([2, 11, 12, 20], L.DepthwiseConv2D(3, padding="same", activation="relu6")),
+        "dw_mult2_s2": model([1, 12, 11, 5], L.DepthwiseConv2D(3, strides=2, depth_multiplier=2, padding="same")),
+        "dw_mult3_valid": model([1, 9, 9, 3], L.DepthwiseConv2D(4, depth_multiplier=3)),
+        "dw_dilated": model([1, 14, 13, 17], L.DepthwiseConv2D(3, dilation_rate=2, padding="same")),
+        "tconv3_s2_same": model([2, 5, 6, 7], L.Conv2DTranspose(9, 3, strides=2, padding="same")),
+        "tconv4_s2_valid": model([1, 5, 4, 3], L.Conv2DTranspose(5, 4, strides=2, padding="valid")),
+        "tconv2_s3": model([1, 4, 5, 8], L.Conv2DTranspose(4, 2, strides=3, padding="valid", use_bias=False)),
+        "dense_b1": model([1, 300], L.Dense(257)),
+        "dense_rank3": model([2, 5, 24], L.Dense(13)),
+        "dense_nobias": model([9, 33], L.Dense(21, use_bias=False)),
+        "avgpool3_s2_same": model([2, 11, 10, 6], L.AveragePooling2D(3, strides=2, padding="same")),
+        "maxpool3_s1_same": model([1, 7, 7, 4], L.MaxPooling2D(3, strides=1, padding="same")),
+        "bmm": fn([2, 3, 5, 7], [2, 3, 7, 4])(lambda x, y: tf.matmul(x, y)),
+        "bmm_bcast_adjy": fn([2, 1, 6, 7], [3, 4, 7])(lambda x, y: tf.matmul(x, y, transpose_b=True)),
+        "bmm_adjx": fn([4, 9, 3], [4, 9, 20])(lambda x, y: tf.matmul(x, y, transpose_a=True)),
+        "bmm_const": fn([3, 12, 16])(lambda x: tf.matmul(x, w)),
+        "conv_var_filter": fn([1, 7, 6, 4], [3, 3, 4, 5])(lambda x, f: tf.nn.conv2d(x, f, 1, "SAME")),
+        "fc_var_b9": fn([9, 40], [50, 40])(lambda x, f: tf.matmul(x, f, transpose_b=True)),
+    }
+
+
+# Unknown dimensions past the batch in the real files: melspectrogram takes audio samples.
+REAL_SHAPES = {"melspectrogram": [1, 1280]}
+
+
 def main(out):
     rng = np.random.default_rng(5)
     cases = {}
@@ -119,38 +207,28 @@ def main(out):
                 f.write(content)
             runs = []
             for batch in batches:
-                probe = litert.Interpreter(model_content=content)
-                arrays = []
-                for d in probe.get_input_details():
-                    shape = [batch if s == -1 else s for s in d["shape_signature"]]
-                    arrays.append(rng.standard_normal(shape).astype(d["dtype"]))
-                if name == "control_flow" and batch == 2:
-                    arrays = [np.abs(arrays[0])]  # the true branch; the case below takes the other
-                interp, outputs = run_litert(content, arrays)
-                files = {"inputs": [], "outputs": []}
-                for kind, details, values in (("in", interp.get_input_details(), arrays),
-                                              ("out", interp.get_output_details(), outputs)):
-                    for i, (d, v) in enumerate(zip(details, values)):
-                        fname = f"{case}.b{batch}.{kind}{i}.bin"
-                        np.ascontiguousarray(v).tofile(os.path.join(out, fname))
-                        files["inputs" if kind == "in" else "outputs"].append(
-                            {"name": d["name"], "index": int(d["index"]), "dtype": str(v.dtype),
-                             "shape": list(v.shape), "file": fname})
-                runs.append({"batch": batch, **files})
+                arrays = random_inputs(rng, content, lambda d: [batch if s == -1 else s for s in d["shape_signature"]])
+                if name == "control_flow":
+                    arrays = [np.abs(arrays[0])]  # the true branch; the run below takes the other
+                runs.append({"batch": batch, **record_run(out, case, f"b{batch}", content, arrays)})
             if name == "control_flow":
                 arrays = [-np.abs(rng.standard_normal((2, 3)).astype("float32"))]
-                interp, outputs = run_litert(content, arrays)
-                files = {"inputs": [], "outputs": []}
-                for kind, details, values in (("in", interp.get_input_details(), arrays),
-                                              ("out", interp.get_output_details(), outputs)):
-                    for i, (d, v) in enumerate(zip(details, values)):
-                        fname = f"{case}.neg.{kind}{i}.bin"
-                        np.ascontiguousarray(v).tofile(os.path.join(out, fname))
-                        files["inputs" if kind == "in" else "outputs"].append(
-                            {"name": d["name"], "index": int(d["index"]), "dtype": str(v.dtype),
-                             "shape": list(v.shape), "file": fname})
-                runs.append({"batch": -1, **files})
+                runs.append({"batch": 2, **record_run(out, case, "neg", content, arrays)})
             cases[case] = {"file": case + ".tflite", "runs": runs}
+    for case, content in one_op_models().items():
+        with open(os.path.join(out, case + ".tflite"), "wb") as f:
+            f.write(content)
+        arrays = random_inputs(rng, content, lambda d: list(d["shape"]))
+        cases[case] = {"file": case + ".tflite", "runs": [{"batch": 0, **record_run(out, case, "r", content, arrays)}]}
+    real_root = os.path.join(ROOT, "data", "tflite_files")
+    for path in sorted(glob.glob(os.path.join(real_root, "*", "*.tflite"))):
+        name = os.path.basename(path)[:-len(".tflite")]
+        case = "real_" + name.replace(".", "_")
+        with open(path, "rb") as f:
+            content = f.read()
+        arrays = random_inputs(rng, content, lambda d: REAL_SHAPES.get(name) or [1 if s == -1 else s
+                                                                                for s in d["shape_signature"]])
+        cases[case] = {"file": path, "runs": [{"batch": 1, **record_run(out, case, "r", content, arrays)}]}
     with open(os.path.join(out, "cases.json"), "w") as f:
         json.dump(cases, f, indent=1)
 

@@ -2,7 +2,8 @@
 // DEQUANTIZE (float16, int8, uint8, int16 -> float32; per tensor or per axis) and QUANTIZE
 // (float32 -> int8 / uint8 / int16, and int8 <-> uint8 requantization), with TFLite's
 // rounding (lite.md §2.10). A DEQUANTIZE of a constant (a float16 or int8 weight) is folded
-// at allocate_tensors() like any op on constants (Subgraph's constant folding).
+// at allocate_tensors() like any op on constants (Subgraph's constant folding), and so is
+// DENSIFY, which expands a weight stored sparse.
 #include <cmath>
 #include <cstring>
 
@@ -130,11 +131,142 @@ class Quantize final : public Kernel {
   }
 };
 
+// DENSIFY: a constant stored sparse (TFLite's SparsityParameters: a traversal order over the
+// dimensions and their blocks, each level DENSE or SPARSE_CSR) to its dense form. The values
+// come in traversal order; each is placed at the dense index its level indices name.
+class Densify final : public Kernel {
+ public:
+  explicit Densify(const OpContext&) {}
+  void prepare(OpContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    DF_LITE_OP_CHECK(ctx, x.sparsity && x.is_constant(), "input '", x.name, "' is not a sparse constant");
+    DF_LITE_OP_CHECK(ctx, dtype_size(x.type) > 0 && x.type == ctx.output(0).type, "input is ", dtype_name(x.type),
+                     ", output ", dtype_name(ctx.output(0).type));
+    const fb::SparsityParameters& sp = *x.sparsity;
+    const int rank = x.rank();
+    order_ = sp.traversal_order() ? std::vector<int>(sp.traversal_order()->begin(), sp.traversal_order()->end())
+                                  : std::vector<int>();
+    block_map_ = sp.block_map() ? std::vector<int>(sp.block_map()->begin(), sp.block_map()->end()) : std::vector<int>();
+    const int levels = static_cast<int>(order_.size());
+    DF_LITE_OP_CHECK(ctx, levels >= rank && levels == rank + static_cast<int>(block_map_.size()) && sp.dim_metadata() &&
+                              static_cast<int>(sp.dim_metadata()->size()) == levels,
+                     "sparsity of '", x.name, "' has ", levels, " levels, ", block_map_.size(), " blocks for rank ", rank);
+    std::vector<char> seen(static_cast<size_t>(levels), 0);
+    for (int i = 0; i < levels; ++i) {
+      const int d = order_[static_cast<size_t>(i)];
+      DF_LITE_OP_CHECK(ctx, d >= 0 && d < levels && !seen[static_cast<size_t>(d)] && (i < rank) == (d < rank),
+                       "traversal order ", shape_string(order_), " is not a permutation (dimensions, then blocks)");
+      seen[static_cast<size_t>(d)] = 1;
+    }
+    levels_.clear();
+    for (int i = 0; i < levels; ++i) {
+      const fb::DimensionMetadata& m = *sp.dim_metadata()->Get(static_cast<uint32_t>(i));
+      Level level;
+      level.sparse = m.format() == fb::DimensionType::SPARSE_CSR;
+      level.size = m.dense_size();
+      if (level.sparse) {
+        level.segments = index_vector(ctx, m.array_segments_type(), m.array_segments());
+        level.indices = index_vector(ctx, m.array_indices_type(), m.array_indices());
+      }
+      levels_.push_back(std::move(level));
+    }
+    block_size_.clear();
+    for (size_t b = 0; b < block_map_.size(); ++b) {
+      DF_LITE_OP_CHECK(ctx, block_map_[b] >= 0 && block_map_[b] < rank, "block_map ", shape_string(block_map_));
+      // A block level's dense_size is its block's size (the level that traverses it).
+      int size = 0;
+      for (int i = 0; i < levels; ++i)
+        if (order_[static_cast<size_t>(i)] == rank + static_cast<int>(b)) size = levels_[static_cast<size_t>(i)].size;
+      DF_LITE_OP_CHECK(ctx, size > 0, "block ", b, " has no size");
+      block_size_.push_back(size);
+    }
+    ctx.resize_output(0, x.shape);
+  }
+  void eval(OpContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    Tensor& y = ctx.output(0);
+    std::memset(y.data_ptr, 0, y.bytes);
+    esize_ = dtype_size(x.type);
+    count_ = static_cast<int64_t>(x.bytes / esize_);
+    next_ = 0;
+    std::vector<int> idx(levels_.size(), 0);
+    fill(ctx, x, y, idx, 0, 0);
+  }
+
+ private:
+  struct Level {
+    bool sparse = false;
+    int size = 0;
+    std::vector<int64_t> segments, indices;
+  };
+
+  static std::vector<int64_t> index_vector(const OpContext& ctx, fb::SparseIndexVector type, const void* v) {
+    std::vector<int64_t> out;
+    auto copy = [&](const auto* table) {
+      DF_LITE_OP_CHECK(ctx, table && table->values(), "a sparse level has no index vector");
+      out.assign(table->values()->begin(), table->values()->end());
+    };
+    switch (type) {
+      case fb::SparseIndexVector::Int32Vector: copy(static_cast<const fb::Int32Vector*>(v)); break;
+      case fb::SparseIndexVector::Uint16Vector: copy(static_cast<const fb::Uint16Vector*>(v)); break;
+      case fb::SparseIndexVector::Uint8Vector: copy(static_cast<const fb::Uint8Vector*>(v)); break;
+      default: ctx.fail("a sparse level has index vector type ", static_cast<int>(type));
+    }
+    return out;
+  }
+
+  void fill(const OpContext& ctx, const Tensor& x, Tensor& y, std::vector<int>& idx, size_t level, int64_t prev) {
+    if (level == levels_.size()) {
+      const int rank = x.rank();
+      std::vector<int64_t> dense(static_cast<size_t>(rank), 0);
+      for (int i = 0; i < rank; ++i) dense[static_cast<size_t>(order_[static_cast<size_t>(i)])] = idx[static_cast<size_t>(i)];
+      for (size_t i = static_cast<size_t>(rank); i < idx.size(); ++i) {
+        const auto b = static_cast<size_t>(order_[i] - rank);
+        auto& d = dense[static_cast<size_t>(block_map_[b])];
+        d = d * block_size_[b] + idx[i];
+      }
+      int64_t flat = 0;
+      for (int i = 0; i < rank; ++i) {
+        DF_LITE_OP_CHECK(ctx, dense[static_cast<size_t>(i)] >= 0 && dense[static_cast<size_t>(i)] < x.dim(i), "sparse index ", dense[static_cast<size_t>(i)],
+                         " is out of range for dimension ", i, " of ", shape_string(x.shape));
+        flat = flat * x.dim(i) + dense[static_cast<size_t>(i)];
+      }
+      DF_LITE_OP_CHECK(ctx, next_ < count_, "input '", x.name, "' has fewer values (", count_, ") than its indices name");
+      std::memcpy(y.data_ptr + flat * static_cast<int64_t>(esize_), x.data_ptr + next_ * static_cast<int64_t>(esize_), esize_);
+      ++next_;
+      return;
+    }
+    const Level& l = levels_[level];
+    if (!l.sparse) {
+      for (int i = 0; i < l.size; ++i) {
+        idx[level] = i;
+        fill(ctx, x, y, idx, level + 1, prev * l.size + i);
+      }
+      return;
+    }
+    DF_LITE_OP_CHECK(ctx, prev + 1 < static_cast<int64_t>(l.segments.size()), "sparse level ", level,
+                     " has too few segments");
+    const int64_t lo = l.segments[static_cast<size_t>(prev)], hi = l.segments[static_cast<size_t>(prev + 1)];
+    DF_LITE_OP_CHECK(ctx, lo >= 0 && lo <= hi && hi <= static_cast<int64_t>(l.indices.size()), "sparse level ", level,
+                     " has segment [", lo, ", ", hi, ") of ", l.indices.size(), " indices");
+    for (int64_t i = lo; i < hi; ++i) {
+      idx[level] = static_cast<int>(l.indices[static_cast<size_t>(i)]);
+      fill(ctx, x, y, idx, level + 1, i);
+    }
+  }
+
+  std::vector<int> order_, block_map_, block_size_;
+  std::vector<Level> levels_;
+  size_t esize_ = 1;
+  int64_t count_ = 0, next_ = 0;
+};
+
 }  // namespace
 
 void register_quant_kernels(OpResolver& r) {
   r.add_builtin(fb::BuiltinOperator::DEQUANTIZE, make_factory<Dequantize>(), 1, 6);
   r.add_builtin(fb::BuiltinOperator::QUANTIZE, make_factory<Quantize>(), 1, 4);
+  r.add_builtin(fb::BuiltinOperator::DENSIFY, make_factory<Densify>(), 1, 1);
 }
 
 }  // namespace deepflow::lite
