@@ -13,6 +13,7 @@ OpResolver OpResolver::builtins() {
   register_reduce_kernels(r);
   register_quant_kernels(r);
   register_control_kernels(r);
+  register_int8_kernels(r);
   return r;
 }
 

@@ -9,6 +9,7 @@ converter and LiteRT's answers on fixed inputs.
                        (OpResolverType.BUILTIN_REF, lite.md 2.4).
 
 Cases: small Keras models (float32 and float16 weights) at two batch sizes, MobileNetV2,
+full-integer int8 models (int8 and float interfaces) of the ops with int8 kernels,
 a tf.function with tf.cond / tf.while_loop (IF / WHILE), one-op models of every conv,
 depthwise, transpose-conv, FC, batch-matmul and pool variant, and the real files packages
 ship (data/tflite_files, scripts/fetch-test-deps.sh lite) as "real_<name>", whose "file" is
@@ -132,7 +133,47 @@ def record_run(out, case, tag, content, arrays):
 
 def random_inputs(rng, content, shape_of):
     probe = litert.Interpreter(model_content=content)
-    return [rng.standard_normal(shape_of(d)).astype(d["dtype"]) for d in probe.get_input_details()]
+    out = []
+    for d in probe.get_input_details():
+        if d["dtype"] == np.int8:
+            out.append(rng.integers(-128, 128, shape_of(d)).astype(np.int8))
+        else:
+            out.append(rng.standard_normal(shape_of(d)).astype(d["dtype"]))
+    return out
+
+
+def int8_models():
+    """name -> (model, input shape): Keras models of the ops with int8 kernels, for full
+    integer quantization."""
+    keras.utils.set_random_seed(13)
+    L = keras.layers
+    img = keras.Input((16, 16, 3))
+    x = L.Conv2D(8, 3, padding="same", activation="relu")(img)
+    x = L.BatchNormalization(beta_initializer="random_normal", gamma_initializer="random_uniform")(x)  # MUL, ADD
+    x = L.MaxPooling2D()(x)
+    r = L.DepthwiseConv2D(3, padding="same", activation="relu6")(x)
+    x = L.Add()([x, L.Conv2D(8, 1)(r)])
+    x = L.Conv2D(12, 3, strides=2, activation="relu")(x)
+    x = L.AveragePooling2D(2, padding="same")(x)
+    x = L.Dense(6)(L.Flatten()(x))
+    cnn = keras.Model(img, L.Dense(4)(x))
+    mlp = keras.Sequential([keras.Input((20,)), L.Dense(32, activation="relu"), L.Dense(16, activation="relu6"),
+                            L.Dense(5)])
+    return {"cnn": (cnn, [1, 16, 16, 3]), "mlp": (mlp, [1, 20])}
+
+
+def convert_int8(model, shape, int8_io):
+    """Full integer quantization (TFLite's int8 spec) calibrated on 16 fixed samples."""
+    rng = np.random.default_rng(21)
+    samples = [rng.standard_normal(shape).astype(np.float32) for _ in range(16)]
+    conv = tf.lite.TFLiteConverter.from_keras_model(model)
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    conv.representative_dataset = lambda: ([s] for s in samples)
+    conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    if int8_io:
+        conv.inference_input_type = tf.int8
+        conv.inference_output_type = tf.int8
+    return conv.convert()
 
 
 def one_op_models():
@@ -214,6 +255,17 @@ def main(out):
             if name == "control_flow":
                 arrays = [-np.abs(rng.standard_normal((2, 3)).astype("float32"))]
                 runs.append({"batch": 2, **record_run(out, case, "neg", content, arrays)})
+            cases[case] = {"file": case + ".tflite", "runs": runs}
+    for name, (model, shape) in int8_models().items():
+        for io in ("int8_io", "float_io"):
+            case = f"{name}_int8_{io}"
+            content = convert_int8(model, shape, io == "int8_io")
+            with open(os.path.join(out, case + ".tflite"), "wb") as f:
+                f.write(content)
+            runs = []
+            for batch in (1, 3):
+                arrays = random_inputs(rng, content, lambda d: [batch] + list(d["shape_signature"][1:]))
+                runs.append({"batch": batch, **record_run(out, case, f"b{batch}", content, arrays)})
             cases[case] = {"file": case + ".tflite", "runs": runs}
     for case, content in one_op_models().items():
         with open(os.path.join(out, case + ".tflite"), "wb") as f:

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Real .tflite files run here as in LiteRT with its reference kernels: every output within
-// 1e-5 of LiteRT's (relative to the largest), at each batch size a case lists (a resize of
+// Real .tflite files run here as in LiteRT with its reference kernels: every float output
+// within 1e-5 of LiteRT's (relative to the largest), every int8 output bit for bit, at each
+// batch size a case lists (a resize of
 // the -1 batch dimension), on 1 and 2 threads. The files: written by TensorFlow 2.21's
 // converter (float32 and float16 weights; small Keras models, MobileNetV2, IF / WHILE, one-op
 // models of each conv / FC / pool variant), and shipped by packages (MediaPipe's face
@@ -42,9 +43,16 @@ void run_case(const std::string& name, const json& c, int threads) {
     for (size_t i = 0; i < outputs.size(); ++i) {
       const Tensor& t = interp.output_tensor(static_cast<int>(i));
       ASSERT_EQ(t.shape, outputs[i]["shape"].get<std::vector<int>>()) << "output " << i;
-      ASSERT_EQ(outputs[i]["dtype"], "float32");
       const std::string bytes = testing::read_file(dir + "/" + outputs[i]["file"].get<std::string>());
       ASSERT_EQ(bytes.size(), t.bytes);
+      if (outputs[i]["dtype"] == "int8") {
+        // int8 kernels follow LiteRT's reference arithmetic: bit for bit.
+        const auto* want = reinterpret_cast<const int8_t*>(bytes.data());
+        for (int64_t k = 0; k < t.num_elements(); ++k)
+          ASSERT_EQ(t.data<int8_t>()[k], want[k]) << "output " << i << " element " << k;
+        continue;
+      }
+      ASSERT_EQ(outputs[i]["dtype"], "float32");
       const auto* want = reinterpret_cast<const float*>(bytes.data());
       const float* got = t.data<float>();
       double scale = 1.0;
@@ -76,7 +84,7 @@ void run_cases(bool real, size_t at_least) {
 
 TEST(LiteRtFiles, ConverterFilesMatchLiteRt) {
   DEEPFLOW_NEED_LITERT_CASES();
-  run_cases(false, 39);
+  run_cases(false, 43);
 }
 
 TEST(LiteRtFiles, PackagedFilesMatchLiteRt) {
