@@ -75,6 +75,12 @@ class Interpreter {
   void set_memory_limit(size_t bytes) { memory_limit_ = bytes; }
   size_t memory_limit() const { return memory_limit_; }
 
+  /// Every tensor keeps its own memory until the next allocate_tensors(), so intermediate
+  /// values stay readable after invoke() (TFLite's experimental_preserve_all_tensors; costs
+  /// memory). Takes effect at the next allocate_tensors().
+  void set_preserve_all_tensors(bool on) { preserve_all_tensors_ = on; }
+  bool preserve_all_tensors() const { return preserve_all_tensors_; }
+
   /// With profiling on, each invoke() adds every operator's time to Subgraph::node_times()
   /// (`deepflow lite benchmark --profile`).
   void set_profiling(bool on) { profiling_ = on; }
@@ -89,6 +95,7 @@ class Interpreter {
   std::map<std::string, std::unique_ptr<SignatureRunner>> runners_;
   size_t memory_limit_ = SIZE_MAX;
   bool profiling_ = false;
+  bool preserve_all_tensors_ = false;
 };
 
 /// Named inputs and outputs of one signature (TFLite's SignatureRunner).

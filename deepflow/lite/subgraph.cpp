@@ -298,6 +298,9 @@ void Subgraph::plan_arena() {
       for (int t : *out) use(t, i);
   }
   for (const int t : outputs_) use(t, n);
+  if (interpreter_->preserve_all_tensors())
+    for (size_t t = 0; t < count; ++t)
+      if (first[t] >= 0) first[t] = 0, last[t] = n;
   struct Block {
     int tensor;
     size_t size;

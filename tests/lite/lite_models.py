@@ -158,7 +158,8 @@ def int8_models():
     x = L.Dense(6)(L.Flatten()(x))
     cnn = keras.Model(img, L.Dense(4)(x))
     mlp = keras.Sequential([keras.Input((20,)), L.Dense(32, activation="relu"), L.Dense(16, activation="relu6"),
-                            L.Dense(5)])
+                            L.Dense(12, activation="tanh"), L.Dense(8, activation="sigmoid"),
+                            L.Dense(5, activation="softmax")])
     return {"cnn": (cnn, [1, 16, 16, 3]), "mlp": (mlp, [1, 20])}
 
 

@@ -21,6 +21,7 @@ TEST(LiteQuantMath, QuantizeMultiplier) {
   EXPECT_EQ(almost_one.shift, 1);
   EXPECT_EQ(quantize_multiplier(0.0).multiplier, 0);
   EXPECT_EQ(quantize_multiplier(1e-12).multiplier, 0);  // exponent below -31
+  EXPECT_EQ(quantize_multiplier(1e12).shift, 30);        // clamped (single rounding)
 }
 
 TEST(LiteQuantMath, SaturatingAndRoundingSteps) {
@@ -36,14 +37,20 @@ TEST(LiteQuantMath, SaturatingAndRoundingSteps) {
 }
 
 TEST(LiteQuantMath, MultiplyByQuantizedMultiplierMatchesTheRealProduct) {
-  // The double rounding's known case: 1 * 0.25 is 0.25 but comes out 1 (SRDHM rounds 0.5 up).
+  // The double rounding's known case: 1 * 0.25 is 0.25 but comes out 1 (SRDHM rounds 0.5 up);
+  // rounding once gives 0. Ties of the single rounding go up: 2 * 0.25 = 0.5 -> 1, -0.5 -> 0.
   EXPECT_EQ(multiply_by_quantized_multiplier(1, quantize_multiplier(0.25)), 1);
+  EXPECT_EQ(multiply_by_quantized_multiplier_single_rounding(1, quantize_multiplier(0.25)), 0);
+  EXPECT_EQ(multiply_by_quantized_multiplier_single_rounding(2, quantize_multiplier(0.25)), 1);
+  EXPECT_EQ(multiply_by_quantized_multiplier_single_rounding(-2, quantize_multiplier(0.25)), 0);
   for (double m : {0.0001234, 0.25, 0.7071, 0.999, 1.5, 3.75}) {
     const auto qm = quantize_multiplier(m);
     for (int32_t x : {0, 1, -1, 1000, -1000, 123456, -987654}) {
       const double want = static_cast<double>(x) * m;
       // Rounding twice (the high multiply, then the shift) may land one step off.
       EXPECT_LE(std::abs(multiply_by_quantized_multiplier(x, qm) - want), 1.0 + 1e-6 * std::abs(want))
+          << "x " << x << " m " << m;
+      EXPECT_LE(std::abs(multiply_by_quantized_multiplier_single_rounding(x, qm) - want), 0.5 + 1e-6 * std::abs(want))
           << "x " << x << " m " << m;
     }
   }

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // int8 kernels with LiteRT's reference arithmetic, bit for bit (lite.md §2): CONV_2D,
 // DEPTHWISE_CONV_2D, FULLY_CONNECTED (int8 activations and weights, int32 bias, per-channel
-// or per-tensor requantization with double rounding), ADD (left shift 20), MUL, MAX_POOL_2D
-// and AVERAGE_POOL_2D (in and out share parameters). register_int8_kernels wraps the float
+// or per-tensor requantization; quant_math.h says which round once), ADD (left shift 20), MUL, MAX_POOL_2D
+// and AVERAGE_POOL_2D (in and out share parameters), SOFTMAX (gemmlowp's fixed point), and
+// LOGISTIC / TANH (a 256-entry table built in float). register_int8_kernels wraps the float
 // registrations of these ops: an int8 input picks the kernel here, anything else the float one.
 #include <algorithm>
 #include <cmath>
 
+#include "deepflow/lite/kernels/fixed_point.h"
 #include "deepflow/lite/kernels/kernel_util.h"
 #include "deepflow/lite/kernels/quant_math.h"
 
@@ -74,6 +76,12 @@ const int32_t* int32_bias(const OpContext& ctx, int index, int channels) {
 
 inline int8_t requantize(int32_t acc, QuantizedMultiplier m, int32_t zp_out, IntRange r) {
   const int32_t v = multiply_by_quantized_multiplier(acc, m) + zp_out;
+  return static_cast<int8_t>(std::min(std::max(v, r.lo), r.hi));
+}
+
+// FULLY_CONNECTED's requantization rounds once (quant_math.h: ruy's GEMM in LiteRT).
+inline int8_t requantize_once(int32_t acc, QuantizedMultiplier m, int32_t zp_out, IntRange r) {
+  const int32_t v = multiply_by_quantized_multiplier_single_rounding(acc, m) + zp_out;
   return static_cast<int8_t>(std::min(std::max(v, r.lo), r.hi));
 }
 
@@ -227,7 +235,7 @@ class FullyConnectedInt8 final : public Kernel {
         int32_t acc = 0;
         for (int k = 0; k < in_; ++k) acc += (xr[k] + in_off) * wr[k];
         if (bias) acc += bias[o];
-        out[i] = requantize(acc, mult_q_[static_cast<size_t>(o)], zp_out, range_);
+        out[i] = requantize_once(acc, mult_q_[static_cast<size_t>(o)], zp_out, range_);
       }
     });
   }
@@ -388,6 +396,101 @@ class PoolInt8 final : public Kernel {
   IntRange range_;
 };
 
+class SoftmaxInt8 final : public Kernel {
+ public:
+  explicit SoftmaxInt8(const OpContext& ctx) {
+    if (const auto* o = ctx.options<fb::SoftmaxOptions>()) beta_ = o->beta();
+  }
+  void prepare(OpContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    Tensor& y = ctx.output(0);
+    require_int8(ctx, x, "input");
+    require_int8(ctx, y, "output");
+    // LiteRT requires this output quantization (1/256, -128).
+    DF_LITE_OP_CHECK(ctx, zero_point(y) == -128 && std::abs(y.quant.scale[0] * 256.f - 1.f) < 1e-3f, "output '",
+                     y.name, "' has scale ", y.quant.scale[0], " and zero point ", zero_point(y),
+                     "; int8 SOFTMAX writes 1/256 and -128");
+    // PreprocessSoftmaxScaling with 5 integer bits for the scaled differences.
+    const double real = std::min<double>(static_cast<double>(beta_) * x.quant.scale[0] * (int64_t{1} << (31 - kDiffBits)),
+                                         static_cast<double>((int64_t{1} << 31) - 1));
+    mult_ = quantize_multiplier(real);
+    DF_LITE_OP_CHECK(ctx, mult_.shift >= 0, "input scale ", x.quant.scale[0], " times beta is too small");
+    const double radius = 1.0 * ((1 << kDiffBits) - 1) * static_cast<double>(int64_t{1} << (31 - kDiffBits)) /
+                          static_cast<double>(int64_t{1} << mult_.shift);
+    diff_min_ = -static_cast<int32_t>(std::floor(radius));
+    ctx.resize_output(0, x.shape);
+  }
+  void eval(OpContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const int depth = x.dim(-1);
+    const int64_t rows = depth ? x.num_elements() / depth : 0;
+    const int8_t* in = x.data<int8_t>();
+    int8_t* out = ctx.output(0).data<int8_t>();
+    auto scaled = [&](int32_t diff) {  // MultiplyByQuantizedMultiplierGreaterThanOne, Q5.26
+      return saturating_rounding_doubling_high_mul(diff * (1 << mult_.shift), mult_.multiplier);
+    };
+    for (int64_t r = 0; r < rows; ++r) {
+      const int8_t* row = in + r * depth;
+      int32_t max_in_row = kQMin;
+      for (int c = 0; c < depth; ++c) max_in_row = std::max<int32_t>(max_in_row, row[c]);
+      int32_t sum_of_exps = 0;  // Q12.19
+      for (int c = 0; c < depth; ++c) {
+        const int32_t diff = row[c] - max_in_row;
+        if (diff >= diff_min_) sum_of_exps += fixed::rescale(fixed::exp_on_negative_values_q5(scaled(diff)), 0, kAccBits);
+      }
+      int bits_over_unit = 0;
+      const int32_t shifted_scale = fixed::reciprocal(sum_of_exps, kAccBits, &bits_over_unit);
+      for (int c = 0; c < depth; ++c) {
+        const int32_t diff = row[c] - max_in_row;
+        int32_t v = kQMin;
+        if (diff >= diff_min_) {
+          const int32_t e = fixed::exp_on_negative_values_q5(scaled(diff));
+          v = rounding_divide_by_pot(fixed::mul(shifted_scale, e), bits_over_unit + 31 - 8) + kQMin;
+        }
+        out[r * depth + c] = static_cast<int8_t>(std::min(std::max(v, kQMin), kQMax));
+      }
+    }
+  }
+
+ private:
+  static constexpr int kDiffBits = 5;
+  static constexpr int kAccBits = 12;
+  float beta_ = 1.f;
+  QuantizedMultiplier mult_;
+  int32_t diff_min_ = 0;
+};
+
+// LOGISTIC and TANH: a table of the 256 outputs, each computed in float from the input's
+// real value and rounded to the output's parameters (LiteRT's PopulateLookupTable).
+class TableInt8 final : public Kernel {
+ public:
+  TableInt8(const OpContext&, bool tanh) : tanh_(tanh) {}
+  void prepare(OpContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    Tensor& y = ctx.output(0);
+    require_int8(ctx, x, "input");
+    require_int8(ctx, y, "output");
+    const float inverse_scale = 1.f / y.quant.scale[0];
+    for (int32_t v = kQMin; v <= kQMax; ++v) {
+      const float real = x.quant.scale[0] * static_cast<float>(v - zero_point(x));
+      const float f = tanh_ ? std::tanh(real) : 1.f / (1.f + std::exp(-real));
+      const auto q = static_cast<int32_t>(std::round(f * inverse_scale) + static_cast<float>(zero_point(y)));
+      table_[static_cast<uint8_t>(static_cast<int8_t>(v))] = static_cast<int8_t>(std::min(std::max(q, kQMin), kQMax));
+    }
+    ctx.resize_output(0, x.shape);
+  }
+  void eval(OpContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const int8_t* in = x.data<int8_t>();
+    int8_t* out = ctx.output(0).data<int8_t>();
+    for (int64_t i = 0, n = x.num_elements(); i < n; ++i) out[i] = table_[static_cast<uint8_t>(in[i])];
+  }
+
+ private:
+  bool tanh_;
+  int8_t table_[256] = {};
+};
+
 // Replaces code's registration by one that sends int8 inputs to `make_int8` and the rest to
 // the float kernel registered before.
 template <class F>
@@ -413,6 +516,9 @@ void register_int8_kernels(OpResolver& r) {
   wrap(r, B::MUL, [](const OpContext& c) { return std::unique_ptr<Kernel>(new ArithInt8(c, Arith::kMul)); });
   wrap(r, B::MAX_POOL_2D, [](const OpContext& c) { return std::unique_ptr<Kernel>(new PoolInt8(c, true)); });
   wrap(r, B::AVERAGE_POOL_2D, [](const OpContext& c) { return std::unique_ptr<Kernel>(new PoolInt8(c, false)); });
+  wrap(r, B::SOFTMAX, [](const OpContext& c) { return std::unique_ptr<Kernel>(new SoftmaxInt8(c)); });
+  wrap(r, B::LOGISTIC, [](const OpContext& c) { return std::unique_ptr<Kernel>(new TableInt8(c, false)); });
+  wrap(r, B::TANH, [](const OpContext& c) { return std::unique_ptr<Kernel>(new TableInt8(c, true)); });
 }
 
 }  // namespace deepflow::lite

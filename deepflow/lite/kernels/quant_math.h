@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // LiteRT's integer arithmetic for int8 kernels, bit for bit (lite.md §2.2-2.3): a real
-// multiplier as a Q31 fixed-point M with a power-of-two shift, and the double-rounding
-// multiply of the reference kernels (SRDHM, then a rounding right shift).
+// multiplier as a Q31 fixed-point M with a power-of-two shift, and the multiply of the
+// reference kernels in its two forms: rounding twice (SRDHM, then a rounding shift; the
+// reference kernels of LiteRT's default build) and rounding once (a 64-bit product and one
+// shift: TFLITE_SINGLE_ROUNDING builds, and ruy's GEMM). In the ai-edge-litert 2.3 wheel even
+// the reference resolver runs int8 FULLY_CONNECTED through ruy, so that kernel rounds once;
+// CONV_2D, DEPTHWISE_CONV_2D, ADD, MUL and SOFTMAX round twice (tests/lite checks each).
 #pragma once
 
 #include <cmath>
@@ -17,7 +21,8 @@ struct QuantizedMultiplier {
 };
 
 /// TFLite's QuantizeMultiplier: frexp, M = round(q * 2^31) (half away from zero), M == 2^31
-/// carried into the exponent, exponents below -31 flushed to zero.
+/// carried into the exponent, exponents below -31 flushed to zero, exponents above 30 (a
+/// multiplier past 2^30, which no int8 kernel has) clamped to 30 with M = 2^31 - 1.
 inline QuantizedMultiplier quantize_multiplier(double m) {
   if (m == 0.0) return {};
   int e = 0;
@@ -28,6 +33,7 @@ inline QuantizedMultiplier quantize_multiplier(double m) {
     ++e;
   }
   if (e < -31) return {};
+  if (e > 30) return {std::numeric_limits<int32_t>::max(), 30};
   return {static_cast<int32_t>(big), e};
 }
 
@@ -46,11 +52,19 @@ inline int32_t rounding_divide_by_pot(int32_t x, int e) {
   return (x >> e) + ((x & mask) > threshold ? 1 : 0);
 }
 
-/// MultiplyByQuantizedMultiplier, the reference kernels' double rounding.
+/// MultiplyByQuantizedMultiplier rounding twice (LiteRT's reference kernels).
 inline int32_t multiply_by_quantized_multiplier(int32_t x, QuantizedMultiplier m) {
   const int left = m.shift > 0 ? m.shift : 0;
   const int right = m.shift > 0 ? 0 : -m.shift;
   return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x * (1 << left), m.multiplier), right);
+}
+
+/// MultiplyByQuantizedMultiplier rounding once: (x * M + 2^(30 - shift)) >> (31 - shift),
+/// ties toward +infinity (ruy's, and TFLITE_SINGLE_ROUNDING builds').
+inline int32_t multiply_by_quantized_multiplier_single_rounding(int32_t x, QuantizedMultiplier m) {
+  const int total = 31 - m.shift;
+  const int64_t round = int64_t{1} << (total - 1);
+  return static_cast<int32_t>((static_cast<int64_t>(x) * m.multiplier + round) >> total);
 }
 
 }  // namespace deepflow::lite

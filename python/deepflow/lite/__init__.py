@@ -44,8 +44,10 @@ def _details(raw):
 class Interpreter:
     """tf.lite.Interpreter (TensorFlow Lite's and LiteRT's Python API) on deepflow_lite.
 
-    model_path or model_content (bytes); num_threads >= 1 (None: 1). Delegates and the
-    experimental_* options are accepted and ignored: deepflow has one set of kernels."""
+    model_path or model_content (bytes); num_threads >= 1 (None: 1);
+    experimental_preserve_all_tensors keeps intermediate tensors readable after invoke().
+    Delegates and the other experimental_* options are accepted and ignored: deepflow has one
+    set of kernels."""
 
     def __init__(self, model_path=None, model_content=None, experimental_delegates=None, num_threads=None,
                  experimental_op_resolver_type=OpResolverType.AUTO, experimental_preserve_all_tensors=False,
@@ -56,7 +58,7 @@ class Interpreter:
         if threads < 1:
             raise ValueError(f"[tf.lite.Interpreter] num_threads must be at least 1, not {num_threads}")
         content = None if model_content is None else bytes(model_content)
-        self._impl = _deepflow._LiteInterpreter(model_path, content, threads)
+        self._impl = _deepflow._LiteInterpreter(model_path, content, threads, bool(experimental_preserve_all_tensors))
         self._allocated = set()
 
     # Tensors.
