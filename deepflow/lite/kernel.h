@@ -150,7 +150,7 @@ void register_reduce_kernels(OpResolver& r);        // MEAN, SUM, REDUCE_MAX, SO
 void register_quant_kernels(OpResolver& r);         // DEQUANTIZE, QUANTIZE
 void register_control_kernels(OpResolver& r);       // IF, WHILE
 /// int8 CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD, MUL, MAX/AVERAGE_POOL_2D, SOFTMAX,
-/// LOGISTIC, TANH: wraps the
+/// LOGISTIC, TANH, MEAN (spatial): wraps the
 /// float registrations above (an int8 input picks the int8 kernel), so it is called last.
 void register_int8_kernels(OpResolver& r);
 

@@ -160,7 +160,11 @@ def int8_models():
     mlp = keras.Sequential([keras.Input((20,)), L.Dense(32, activation="relu"), L.Dense(16, activation="relu6"),
                             L.Dense(12, activation="tanh"), L.Dense(8, activation="sigmoid"),
                             L.Dense(5, activation="softmax")])
-    return {"cnn": (cnn, [1, 16, 16, 3]), "mlp": (mlp, [1, 20])}
+    g = keras.Input((12, 12, 4))
+    h = L.Conv2D(16, 3, strides=2, padding="same", activation="relu6")(g)
+    h = L.Add()([h, L.DepthwiseConv2D(3, padding="same")(h)])
+    gap = keras.Model(g, L.Dense(6, activation="softmax")(L.GlobalAveragePooling2D()(h)))  # MEAN [1, 2]
+    return {"cnn": (cnn, [1, 16, 16, 3]), "mlp": (mlp, [1, 20]), "gap": (gap, [1, 12, 12, 4])}
 
 
 def convert_int8(model, shape, int8_io):

@@ -84,7 +84,7 @@ void run_cases(bool real, size_t at_least) {
 
 TEST(LiteRtFiles, ConverterFilesMatchLiteRt) {
   DEEPFLOW_NEED_LITERT_CASES();
-  run_cases(false, 43);
+  run_cases(false, 45);
 }
 
 TEST(LiteRtFiles, PackagedFilesMatchLiteRt) {

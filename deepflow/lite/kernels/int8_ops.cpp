@@ -3,7 +3,7 @@
 // DEPTHWISE_CONV_2D, FULLY_CONNECTED (int8 activations and weights, int32 bias, per-channel
 // or per-tensor requantization; quant_math.h says which round once), ADD (left shift 20), MUL, MAX_POOL_2D
 // and AVERAGE_POOL_2D (in and out share parameters), SOFTMAX (gemmlowp's fixed point), and
-// LOGISTIC / TANH (a 256-entry table built in float). register_int8_kernels wraps the float
+// LOGISTIC / TANH (a 256-entry table built in float), MEAN over NHWC's spatial axes. register_int8_kernels wraps the float
 // registrations of these ops: an int8 input picks the kernel here, anything else the float one.
 #include <algorithm>
 #include <cmath>
@@ -491,6 +491,53 @@ class TableInt8 final : public Kernel {
   int8_t table_[256] = {};
 };
 
+// MEAN over the spatial axes [1, 2] of an NHWC tensor (global average pooling): the sum of
+// (q - zp_in) requantized once by s_in / s_out / count, which is how LiteRT 2.3's int8 MEAN
+// rounds (checked element by element against it; dividing after requantizing differs).
+class MeanInt8 final : public Kernel {
+ public:
+  explicit MeanInt8(const OpContext& ctx) {
+    if (const auto* o = ctx.options<fb::ReducerOptions>()) keep_dims_ = o->keep_dims();
+  }
+  void prepare(OpContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    Tensor& y = ctx.output(0);
+    require_int8(ctx, x, "input");
+    require_int8(ctx, y, "output");
+    DF_LITE_OP_CHECK(ctx, ctx.input(1).is_constant(), "needs constant axes");
+    std::vector<int> axes = int_values(ctx, ctx.input(1), "axes");
+    for (int& a : axes)
+      if (a < 0) a += x.rank();
+    std::sort(axes.begin(), axes.end());
+    DF_LITE_OP_CHECK(ctx, x.rank() == 4 && axes == std::vector<int>({1, 2}), "int8 MEAN over axes ",
+                     shape_string(axes), " of ", shape_string(x.shape), " is not supported yet (only [1,2] of NHWC)");
+    const int count = x.dim(1) * x.dim(2);
+    DF_LITE_OP_CHECK(ctx, count > 0, "input ", shape_string(x.shape), " has no elements to average");
+    mult_ = quantize_multiplier(static_cast<double>(x.quant.scale[0]) / static_cast<double>(y.quant.scale[0]) / count);
+    if (keep_dims_) ctx.resize_output(0, {x.dim(0), 1, 1, x.dim(3)});
+    else ctx.resize_output(0, {x.dim(0), x.dim(3)});
+  }
+  void eval(OpContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    Tensor& y = ctx.output(0);
+    const int n = x.dim(0), hw = x.dim(1) * x.dim(2), c = x.dim(3);
+    const int32_t zin = zero_point(x), zout = zero_point(y);
+    const int8_t* in = x.data<int8_t>();
+    int8_t* out = y.data<int8_t>();
+    for (int b = 0; b < n; ++b)
+      for (int k = 0; k < c; ++k) {
+        int32_t acc = 0;
+        for (int p = 0; p < hw; ++p) acc += in[(static_cast<int64_t>(b) * hw + p) * c + k] - zin;
+        acc = multiply_by_quantized_multiplier(acc, mult_);
+        out[static_cast<int64_t>(b) * c + k] = static_cast<int8_t>(std::min(std::max(acc + zout, kQMin), kQMax));
+      }
+  }
+
+ private:
+  bool keep_dims_ = false;
+  QuantizedMultiplier mult_;
+};
+
 // Replaces code's registration by one that sends int8 inputs to `make_int8` and the rest to
 // the float kernel registered before.
 template <class F>
@@ -517,6 +564,7 @@ void register_int8_kernels(OpResolver& r) {
   wrap(r, B::MAX_POOL_2D, [](const OpContext& c) { return std::unique_ptr<Kernel>(new PoolInt8(c, true)); });
   wrap(r, B::AVERAGE_POOL_2D, [](const OpContext& c) { return std::unique_ptr<Kernel>(new PoolInt8(c, false)); });
   wrap(r, B::SOFTMAX, [](const OpContext& c) { return std::unique_ptr<Kernel>(new SoftmaxInt8(c)); });
+  wrap(r, B::MEAN, [](const OpContext& c) { return std::unique_ptr<Kernel>(new MeanInt8(c)); });
   wrap(r, B::LOGISTIC, [](const OpContext& c) { return std::unique_ptr<Kernel>(new TableInt8(c, false)); });
   wrap(r, B::TANH, [](const OpContext& c) { return std::unique_ptr<Kernel>(new TableInt8(c, true)); });
 }
