@@ -75,6 +75,11 @@ class Interpreter {
   void set_memory_limit(size_t bytes) { memory_limit_ = bytes; }
   size_t memory_limit() const { return memory_limit_; }
 
+  /// The most iterations one WHILE may run before invoke() throws lite::Error (0: no
+  /// limit, the default). A bound for servers and fuzzers facing files they do not trust.
+  void set_while_iteration_limit(int64_t n) { while_iteration_limit_ = n; }
+  int64_t while_iteration_limit() const { return while_iteration_limit_; }
+
   /// Every tensor keeps its own memory until the next allocate_tensors(), so intermediate
   /// values stay readable after invoke() (TFLite's experimental_preserve_all_tensors; costs
   /// memory). Takes effect at the next allocate_tensors().
@@ -96,6 +101,7 @@ class Interpreter {
   size_t memory_limit_ = SIZE_MAX;
   bool profiling_ = false;
   bool preserve_all_tensors_ = false;
+  int64_t while_iteration_limit_ = 0;
 };
 
 /// Named inputs and outputs of one signature (TFLite's SignatureRunner).

@@ -220,7 +220,7 @@ void Subgraph::allocate_tensors() {
     allocate_owned(t);
     std::memset(t.data_ptr, 0, t.bytes);
     const std::string_view data = model_->buffer(sg.tensors()->Get(static_cast<uint32_t>(i))->buffer());
-    if (data.size() == t.bytes) std::memcpy(t.data_ptr, data.data(), t.bytes);
+    if (data.size() == t.bytes && t.bytes > 0) std::memcpy(t.data_ptr, data.data(), t.bytes);
   }
   // Folded values are recomputed: an input's new shape may change them.
   for (size_t t = 0; t < tensors_.size(); ++t)
@@ -266,6 +266,7 @@ bool Subgraph::try_fold(Node& node) {
     persistent_[static_cast<size_t>(t)] = 1;
     allocate_owned(tensors_[static_cast<size_t>(t)]);
   }
+  check_memory(node);
   node.kernel->eval(*node.ctx);
   for (int t : *out) {
     tensors_[static_cast<size_t>(t)].storage = Storage::kConstant;
@@ -349,6 +350,24 @@ void Subgraph::plan_arena() {
   }
 }
 
+// Every tensor an operator reads or writes has memory for its shape: a hostile file can
+// name a tensor nothing produces or give one a type without a size.
+void Subgraph::check_memory(const Node& node) const {
+  for (const auto* list : {node.op->inputs(), node.op->outputs()}) {
+    if (!list) continue;
+    for (int t : *list) {
+      if (t < 0) continue;
+      const Tensor& x = tensors_[static_cast<size_t>(t)];
+      const int64_t n = x.num_elements();
+      if (n == 0 || x.sparsity) continue;
+      DF_LITE_CHECK(x.data_ptr != nullptr && dtype_size(x.type) > 0 && x.bytes >= static_cast<size_t>(n) * dtype_size(x.type),
+                    "[lite.", node.ctx->op_name(), " node ", node.ctx->node_index(), "] tensor ", t, " '", x.name, "' (",
+                    dtype_name(x.type), " ", shape_string(x.shape), ") has ", x.data_ptr ? x.bytes : 0,
+                    " bytes of memory");
+    }
+  }
+}
+
 void Subgraph::invoke() {
   if (needs_allocation_) allocate_tensors();
   for (const int i : inputs_) {
@@ -367,6 +386,7 @@ void Subgraph::invoke() {
     if (node.folded) continue;
     const auto t0 = profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     if (node.reprepare) node.kernel->prepare(*node.ctx);
+    check_memory(node);
     node.kernel->eval(*node.ctx);
     if (profiling) node_times_[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }

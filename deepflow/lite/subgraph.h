@@ -61,6 +61,7 @@ class Subgraph {
   struct Node;
   void plan_arena();
   bool try_fold(Node& node);
+  void check_memory(const Node& node) const;
   void allocate_owned(Tensor& t);
 
   Interpreter* interpreter_;

@@ -96,7 +96,10 @@ class While final : public Kernel {
     copy_out(ctx, state);
     std::vector<const Tensor*> current;
     for (int i = 0; i < ctx.num_outputs(); ++i) current.push_back(&ctx.output(i));
-    for (;;) {
+    const int64_t limit = interp.while_iteration_limit();
+    for (int64_t iteration = 0;; ++iteration) {
+      DF_LITE_OP_CHECK(ctx, limit <= 0 || iteration < limit, "ran ", iteration,
+                       " iterations: the interpreter's while_iteration_limit");
       feed(ctx, current, cond);
       cond.invoke();
       const Tensor& c = cond.tensor(cond.outputs().at(0));
