@@ -352,11 +352,13 @@ void Subgraph::plan_arena() {
 
 // Every tensor an operator reads or writes has memory for its shape: a hostile file can
 // name a tensor nothing produces or give one a type without a size.
+// (Outputs shaped while the op runs get their memory then; SHAPE reads no input data.)
 void Subgraph::check_memory(const Node& node) const {
-  for (const auto* list : {node.op->inputs(), node.op->outputs()}) {
+  const bool reads_data = !node.kernel->shape_only();
+  for (const auto* list : {reads_data ? node.op->inputs() : nullptr, node.op->outputs()}) {
     if (!list) continue;
     for (int t : *list) {
-      if (t < 0) continue;
+      if (t < 0 || (list == node.op->outputs() && dynamic_[static_cast<size_t>(t)])) continue;
       const Tensor& x = tensors_[static_cast<size_t>(t)];
       const int64_t n = x.num_elements();
       if (n == 0 || x.sparsity) continue;
