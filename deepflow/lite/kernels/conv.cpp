@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Convolutions on float32 NHWC: CONV_2D (GEMM on the input for 1x1 stride-1 and for
-// filters covering the whole image; otherwise im2col in row tiles + GEMM), DEPTHWISE_CONV_2D
-// (a direct loop vectorized over channels) and TRANSPOSE_CONV (GEMM + col2im). Filters are
+// filters covering the whole image; otherwise im2col in row tiles + GEMM) and
+// TRANSPOSE_CONV (GEMM + col2im); DEPTHWISE_CONV_2D is in depthwise_conv.cpp. Filters are
 // OHWI; constant ones are packed for the GEMM once, at prepare. Padded taps count as zeros.
 // Quantized (int8 / uint8 / int16) and hybrid (float input, int8 filter) convolutions fail
 // with "not supported yet".
@@ -14,10 +14,10 @@ namespace deepflow::lite {
 
 namespace {
 
-constexpr int64_t kTileFloats = 1 << 16;  // im2col tile per thread: 256 KiB, stays in L2
+constexpr int64_t kTileFloats = 1 << 13;  // im2col tile per thread: 32 KiB, stays in L1
 constexpr int64_t kMinTileRows = 48;      // a GEMM of fewer rows reuses each B panel too little
 constexpr int64_t kColFloats = 1 << 20;   // TRANSPOSE_CONV's column buffer: 4 MiB
-constexpr int64_t kGrainFlops = 1 << 16;  // per parallel task of the direct loops
+constexpr int64_t kGrainFlops = 1 << 16;  // per parallel task of col2im
 
 // Fails unless the op's tensors are the float32 this file computes in.
 void require_float(const OpContext& ctx, const Tensor& input, const Tensor& filter) {
@@ -60,7 +60,20 @@ void finish_activation(OpContext& ctx, fb::ActivationFunctionType act) {
   if (!is_clamp(act)) apply_activation(act, ctx.output(0).data<float>(), ctx.output(0).num_elements());
 }
 
-// Spatial geometry shared by the three ops.
+// n floats from src to dst: the runs of im2col are short (a first layer's are 3 pixels of
+// 3 channels), too short to pay for a call to memcpy.
+inline void copy_floats(float* dst, const float* src, int n) {
+  typedef float Eight __attribute__((vector_size(8 * sizeof(float))));
+  int q = 0;
+  for (; q + 8 <= n; q += 8) {
+    Eight v;
+    std::memcpy(&v, src + q, sizeof v);
+    std::memcpy(dst + q, &v, sizeof v);
+  }
+  for (; q < n; ++q) dst[q] = src[q];
+}
+
+// Spatial geometry shared by the two ops.
 struct Window {
   int kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
   int pad_top = 0, pad_left = 0;
@@ -111,10 +124,14 @@ class Conv2D final : public Kernel {
     if (mode_ == Mode::kIm2col) {
       const int64_t m = static_cast<int64_t>(n_) * oh_ * ow_;
       slots_ = ctx.pool().size();
-      tile_rows_ = std::max<int64_t>(kMinTileRows, kTileFloats / std::max(k_, 1));
-      // Enough tiles for every thread, when the image has rows enough to share.
-      tile_rows_ = std::max<int64_t>(1, std::min(tile_rows_, std::max<int64_t>(6, (m + slots_ - 1) / slots_)));
-      tile_rows_ = std::min<int64_t>(tile_rows_, std::max<int64_t>(m, 1));
+      // Tiles of about kTileFloats, as many for each thread (a thread's share is whole
+      // tiles: an odd one out would leave the others waiting), in multiples of 8 rows (the
+      // micro-kernels' heights divide 8 or 6: few short tiles).
+      const int64_t rows = std::max<int64_t>(kMinTileRows, kTileFloats / std::max(k_, 1));
+      int64_t tiles = std::max<int64_t>(1, (m + rows - 1) / rows);
+      if (slots_ > 1 && m >= 8 * slots_) tiles = (std::max<int64_t>(tiles, slots_) + slots_ - 1) / slots_ * slots_;
+      tile_rows_ = std::max<int64_t>(1, (m + tiles - 1) / tiles);
+      if (tile_rows_ > 8) tile_rows_ = (tile_rows_ + 7) / 8 * 8;
       col_.resize(static_cast<size_t>(slots_ * tile_rows_ * k_));
     } else {
       col_.clear();
@@ -179,44 +196,42 @@ class Conv2D final : public Kernel {
 
   // Rows [r0, r1) of the patch matrix of group g: row r is output pixel r (n, oy, ox) and
   // holds its patch in the filter's (kh, kw, c) order, zeros where the patch leaves the image.
+  // It goes one output row and one filter row at a time, so the inner loop over pixels only
+  // steps pointers (a first layer's patch runs are 9 floats: bookkeeping would dominate).
   void im2col(const float* in, int64_t r0, int64_t r1, int g, float* col) const {
-    int ox = static_cast<int>(r0 % ow_);
-    int oy = static_cast<int>(r0 / ow_ % oh_);
-    int n = static_cast<int>(r0 / ow_ / oh_);
-    const size_t run = static_cast<size_t>(icg_) * sizeof(float);
-    for (int64_t r = r0; r < r1; ++r) {
-      float* dst = col + (r - r0) * k_;
-      const int y0 = oy * win_.sh - win_.pad_top, x0 = ox * win_.sw - win_.pad_left;
-      for (int ky = 0; ky < win_.kh; ++ky) {
-        const int iy = y0 + ky * win_.dh;
-        if (iy < 0 || iy >= h_) {
-          std::fill(dst, dst + win_.kw * icg_, 0.f);
-          dst += win_.kw * icg_;
+    const Window win = win_;  // locals: the stores below could otherwise alias the members
+    const int k = k_, ic = ic_, icg = icg_, w = w_, h = h_, tap_run = win.kw * icg;
+    const bool contiguous = win.dw == 1 && groups_ == 1;  // a filter row's taps are one run
+    for (int64_t r = r0; r < r1;) {
+      const int ox0 = static_cast<int>(r % ow_);
+      const int oy = static_cast<int>(r / ow_ % oh_), n = static_cast<int>(r / ow_ / oh_);
+      const int ox1 = static_cast<int>(std::min<int64_t>(ow_, ox0 + (r1 - r)));
+      float* dst_row = col + (r - r0) * k;
+      for (int ky = 0; ky < win.kh; ++ky) {
+        float* dst = dst_row + ky * tap_run;
+        const int iy = oy * win.sh - win.pad_top + ky * win.dh;
+        if (iy < 0 || iy >= h) {
+          for (int ox = ox0; ox < ox1; ++ox, dst += k) std::fill(dst, dst + tap_run, 0.f);
           continue;
         }
-        const float* src_row = in + (static_cast<int64_t>(n) * h_ + iy) * w_ * ic_ + g * icg_;
-        if (win_.dw == 1 && groups_ == 1) {
-          // Adjacent taps are adjacent pixels: one copy for the part inside the image.
-          const int kx0 = std::clamp(-x0, 0, win_.kw), kx1 = std::clamp(w_ - x0, kx0, win_.kw);
-          std::fill(dst, dst + kx0 * icg_, 0.f);
-          std::memcpy(dst + kx0 * icg_, src_row + static_cast<int64_t>(x0 + kx0) * ic_,
-                      static_cast<size_t>(kx1 - kx0) * run);
-          std::fill(dst + kx1 * icg_, dst + win_.kw * icg_, 0.f);
-          dst += win_.kw * icg_;
-          continue;
-        }
-        for (int kx = 0; kx < win_.kw; ++kx, dst += icg_) {
-          const int ix = x0 + kx * win_.dw;
-          if (ix < 0 || ix >= w_)
-            std::fill(dst, dst + icg_, 0.f);
-          else
-            std::memcpy(dst, src_row + static_cast<int64_t>(ix) * ic_, run);
+        const float* src_row = in + (static_cast<int64_t>(n) * h + iy) * w * ic + g * icg;
+        for (int ox = ox0; ox < ox1; ++ox, dst += k) {
+          const int x0 = ox * win.sw - win.pad_left;
+          if (contiguous && x0 >= 0 && x0 + win.kw <= w) {
+            copy_floats(dst, src_row + static_cast<int64_t>(x0) * ic, tap_run);
+            continue;
+          }
+          for (int kx = 0; kx < win.kw; ++kx) {
+            const int ix = x0 + kx * win.dw;
+            float* d = dst + kx * icg;
+            if (ix < 0 || ix >= w)
+              std::fill(d, d + icg, 0.f);
+            else
+              copy_floats(d, src_row + static_cast<int64_t>(ix) * ic, icg);
+          }
         }
       }
-      if (++ox == ow_) {
-        ox = 0;
-        if (++oy == oh_) oy = 0, ++n;
-      }
+      r += ox1 - ox0;
     }
   }
 
@@ -231,143 +246,6 @@ class Conv2D final : public Kernel {
   std::vector<float> col_;
   std::vector<PackedB> packed_;  // per group
   bool packed_ok_ = false;       // packed_ holds this prepare's constant filter
-};
-
-// Channels [0, W) of one depthwise output pixel (channel multiplier 1): the accumulators
-// stay in registers over all taps. src and f point at the first valid tap.
-template <int W>
-inline void depthwise_block(const float* src, int64_t src_row, int64_t src_col, const float* f, int64_t f_row,
-                            int64_t f_col, int rows, int cols, const float* bias, FloatRange range, float* out) {
-  float acc[W];
-  for (int c = 0; c < W; ++c) acc[c] = bias[c];
-  for (int ky = 0; ky < rows; ++ky) {
-    const float* s = src + ky * src_row;
-    const float* w = f + ky * f_row;
-    for (int kx = 0; kx < cols; ++kx, s += src_col, w += f_col)
-      for (int c = 0; c < W; ++c) acc[c] += s[c] * w[c];
-  }
-  for (int c = 0; c < W; ++c) out[c] = std::min(std::max(acc[c], range.lo), range.hi);
-}
-
-class DepthwiseConv2D final : public Kernel {
- public:
-  explicit DepthwiseConv2D(const OpContext& ctx) {
-    const auto* o = ctx.options<fb::DepthwiseConv2DOptions>();
-    DF_LITE_OP_CHECK(ctx, o != nullptr, "has no DepthwiseConv2DOptions");
-    padding_ = o->padding();
-    win_.sh = o->stride_h();
-    win_.sw = o->stride_w();
-    win_.dh = o->dilation_h_factor();
-    win_.dw = o->dilation_w_factor();
-    act_ = o->fused_activation_function();
-  }
-
-  void prepare(OpContext& ctx) override {
-    const Tensor& x = ctx.input(0);
-    const Tensor& w = ctx.input(1);
-    require_float(ctx, x, w);
-    check_rank(ctx, x, 4, "input");
-    check_rank(ctx, w, 4, "filter");
-    check_activation(ctx, act_);
-    n_ = x.dim(0), h_ = x.dim(1), w_ = x.dim(2), ic_ = x.dim(3);
-    win_.kh = w.dim(1), win_.kw = w.dim(2), oc_ = w.dim(3);
-    DF_LITE_OP_CHECK(ctx, w.dim(0) == 1, "filter ", shape_string(w.shape), " must be [1, height, width, channels]");
-    // The options' depth_multiplier is redundant (and 0 in some files): the shapes decide.
-    DF_LITE_OP_CHECK(ctx, ic_ > 0 && oc_ % ic_ == 0, "filter ", shape_string(w.shape), " has ", oc_,
-                     " channels: not a multiple of input ", shape_string(x.shape), "'s ", ic_);
-    mult_ = oc_ / ic_;
-    bias_data(ctx, 2, oc_);
-    const PaddedDim ph = padded_dim(ctx, padding_, h_, win_.kh, win_.sh, win_.dh);
-    const PaddedDim pw = padded_dim(ctx, padding_, w_, win_.kw, win_.sw, win_.dw);
-    oh_ = ph.out, ow_ = pw.out, win_.pad_top = ph.pad_before, win_.pad_left = pw.pad_before;
-    ctx.resize_output(0, {n_, oh_, ow_, oc_});
-    // Per output row and column, the taps inside the image (skipping a padded tap is
-    // adding zero), found once here rather than per pixel.
-    rows_ = valid_taps(oh_, win_.sh, win_.pad_top, win_.kh, win_.dh, h_);
-    cols_ = valid_taps(ow_, win_.sw, win_.pad_left, win_.kw, win_.dw, w_);
-    zeros_.assign(static_cast<size_t>(oc_), 0.f);
-  }
-
-  void eval(OpContext& ctx) override {
-    const float* in = ctx.input(0).data<float>();
-    const float* filter = ctx.input(1).data<float>();
-    const float* bias = bias_data(ctx, 2, oc_);
-    if (!bias) bias = zeros_.data();
-    float* out = ctx.output(0).data<float>();
-    const FloatRange range = is_clamp(act_) ? activation_range(act_) : FloatRange{};
-    const int64_t rows = static_cast<int64_t>(n_) * oh_;
-    const int64_t row_flops = std::max<int64_t>(1, 2LL * ow_ * oc_ * win_.kh * win_.kw);
-    ctx.pool().parallel_for(rows, std::max<int64_t>(1, kGrainFlops / row_flops), [&](int64_t lo, int64_t hi) {
-      for (int64_t r = lo; r < hi; ++r) {
-        const int n = static_cast<int>(r / oh_), oy = static_cast<int>(r % oh_);
-        for (int ox = 0; ox < ow_; ++ox) pixel(in, filter, bias, range, n, oy, ox, out + (r * ow_ + ox) * oc_);
-      }
-    });
-    finish_activation(ctx, act_);
-  }
-
- private:
-  struct Taps {
-    int first = 0, count = 0;
-  };
-
-  static std::vector<Taps> valid_taps(int out, int stride, int pad, int kernel, int dilation, int in) {
-    std::vector<Taps> taps(static_cast<size_t>(out));
-    for (int o = 0; o < out; ++o) {
-      Taps& t = taps[static_cast<size_t>(o)];
-      const int origin = o * stride - pad;
-      int k = 0;
-      while (k < kernel && origin + k * dilation < 0) ++k;
-      t.first = k;
-      while (k < kernel && origin + k * dilation < in) ++k;
-      t.count = k - t.first;
-    }
-    return taps;
-  }
-
-  void pixel(const float* in, const float* filter, const float* bias, FloatRange range, int n, int oy, int ox,
-             float* out) const {
-    const Taps ty = rows_[static_cast<size_t>(oy)], tx = cols_[static_cast<size_t>(ox)];
-    const int iy = oy * win_.sh - win_.pad_top + ty.first * win_.dh;
-    const int ix = ox * win_.sw - win_.pad_left + tx.first * win_.dw;
-    const float* src = in + ((static_cast<int64_t>(n) * h_ + iy) * w_ + ix) * ic_;
-    const float* f = filter + (static_cast<int64_t>(ty.first) * win_.kw + tx.first) * oc_;
-    const int64_t src_row = static_cast<int64_t>(win_.dh) * w_ * ic_, src_col = static_cast<int64_t>(win_.dw) * ic_;
-    const int64_t f_row = static_cast<int64_t>(win_.kw) * oc_;
-    if (mult_ == 1) {
-      int c = 0;
-      for (; c + 16 <= oc_; c += 16)
-        depthwise_block<16>(src + c, src_row, src_col, f + c, f_row, oc_, ty.count, tx.count, bias + c, range, out + c);
-      if (c + 8 <= oc_) {
-        depthwise_block<8>(src + c, src_row, src_col, f + c, f_row, oc_, ty.count, tx.count, bias + c, range, out + c);
-        c += 8;
-      }
-      for (; c < oc_; ++c)
-        depthwise_block<1>(src + c, src_row, src_col, f + c, f_row, oc_, ty.count, tx.count, bias + c, range, out + c);
-      return;
-    }
-    // Channel multiplier m: output channel ic*m + j reads input channel ic.
-    for (int c = 0; c < oc_; ++c) out[c] = bias[c];
-    for (int ky = 0; ky < ty.count; ++ky)
-      for (int kx = 0; kx < tx.count; ++kx) {
-        const float* s = src + ky * src_row + kx * src_col;
-        const float* fk = f + ky * f_row + kx * oc_;
-        for (int ic = 0; ic < ic_; ++ic) {
-          const float v = s[ic];
-          float* o = out + ic * mult_;
-          const float* fi = fk + ic * mult_;
-          for (int j = 0; j < mult_; ++j) o[j] += v * fi[j];
-        }
-      }
-    for (int c = 0; c < oc_; ++c) out[c] = std::min(std::max(out[c], range.lo), range.hi);
-  }
-
-  fb::Padding padding_;
-  Window win_;
-  fb::ActivationFunctionType act_;
-  int n_ = 0, h_ = 0, w_ = 0, ic_ = 0, oh_ = 0, ow_ = 0, oc_ = 0, mult_ = 1;
-  std::vector<Taps> rows_, cols_;  // per output row / column
-  std::vector<float> zeros_;       // the bias when there is none
 };
 
 // TRANSPOSE_CONV: every input pixel scatters its filter-weighted channels over a
@@ -503,9 +381,12 @@ class TransposeConv final : public Kernel {
 
 }  // namespace
 
+// DEPTHWISE_CONV_2D, in depthwise_conv.cpp.
+void register_depthwise_conv_kernel(OpResolver& r);
+
 void register_conv_kernels(OpResolver& r) {
   r.add_builtin(fb::BuiltinOperator::CONV_2D, make_factory<Conv2D>(), 1, 8);
-  r.add_builtin(fb::BuiltinOperator::DEPTHWISE_CONV_2D, make_factory<DepthwiseConv2D>(), 1, 7);
+  register_depthwise_conv_kernel(r);
   r.add_builtin(fb::BuiltinOperator::TRANSPOSE_CONV, make_factory<TransposeConv>(), 1, 4);
 }
 

@@ -6,6 +6,8 @@
 // B is the matrix a kernel usually knows ahead of time (a weight), so it can be packed once
 // into PackedB (panels of 16 columns, the micro-kernel's width) at prepare and reused by
 // every eval; sgemm() on a raw B packs it per call. A is packed per cache block inside.
+// The micro-kernels use AVX-512 where the CPU has it (the library itself is built for
+// x86-64-v3), else AVX2; simd() says which.
 // This header needs neither the schema nor any instruction set: tests include it alone.
 #pragma once
 
@@ -23,6 +25,18 @@ namespace deepflow::lite {
 /// x[j*ld + i] (X stored as its transpose: TFLite's FC weights [out,in] and conv filters
 /// OHWI are B in this layout).
 enum class Layout : uint8_t { kRowMajor, kTransposed };
+
+/// The widest vectors deepflow_lite's float kernels (GEMM, depthwise convolution) use.
+/// kAvx2 is the build's baseline (AVX2 + FMA on x86-64-v3, the compiler's generic vectors
+/// elsewhere); kAvx512 needs AVX-512 F/BW/DQ/VL, checked once at first use. Setting the
+/// environment variable DEEPFLOW_LITE_SIMD=avx2 keeps a process on the baseline.
+enum class Simd : uint8_t { kAvx2, kAvx512 };
+
+/// The vectors the kernels use now.
+Simd simd();
+/// Chooses the kernels' vectors (capped at what the CPU runs): for tests of both paths.
+/// Not to be called while a kernel runs.
+void set_simd(Simd s);
 
 /// What happens to each element of C after the products are summed.
 struct GemmEpilogue {
@@ -75,6 +89,12 @@ class PackedB {
 /// pool) runs on the calling thread only, for callers that parallelize around the GEMM.
 void sgemm(ThreadPool* pool, int m, const float* a, int lda, Layout a_layout, const PackedB& b, float* c, int ldc,
            const GemmEpilogue& epilogue = {});
+
+/// C = A*B (+ epilogue) with A gathered: A[i,p] is a[i*a_row + offsets[p]] (b.k() offsets).
+/// A convolution's patches read in place from the image for a run of output pixels whose
+/// windows lie inside it (an implicit im2col). On the calling thread only.
+void sgemm_gather(int m, const float* a, int a_row, const int32_t* offsets, const PackedB& b, float* c, int ldc,
+                  const GemmEpilogue& epilogue = {});
 
 /// C = A*B (+ epilogue) with B of k x n read in place (packed per call when that pays).
 void sgemm(ThreadPool* pool, int m, int n, int k, const float* a, int lda, Layout a_layout, const float* b, int ldb,
