@@ -4,13 +4,16 @@
 //
 // An invoke runs dozens of parallel ops of tens of microseconds each, so the hand-off is
 // what costs: a worker that waited on a condition variable takes that long again to wake.
-// Workers therefore spin on the job counter for a while after each job (kSpin) before
-// they sleep, and the caller spins on the count of pieces still running.
+// Workers therefore spin for a while after each job before they sleep. And since a core
+// may be taken away (a shared machine, more threads than cores), no thread waits for
+// another to start: pieces are claimed from a shared counter, so a caller whose workers
+// are late runs their pieces itself, and waits only for pieces already being run.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -29,22 +32,28 @@ class ThreadPool {
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
   /// Runs fn(begin, end) over [0, n) cut into at most size() contiguous pieces of at least
-  /// `grain` items each, and returns when all are done. Runs inline when one piece would
-  /// do, or when called from inside another parallel_for's piece.
+  /// `grain` items each, each run once by whichever thread claims it first, and returns when
+  /// all are done; an exception from a piece is rethrown then (the first, when several
+  /// throw). Runs inline when one piece would do, or when called from inside another
+  /// parallel_for's piece.
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
-  void work(int index);
+  // Claims and runs pieces of job `job` until none is left (or a newer job is up).
+  void run_pieces(uint64_t job);
+  void work();
 
   std::vector<std::thread> workers_;
-  // The current job: fn and n are written by the caller while no worker has a piece, then
-  // published with ticket_ = (job count << 16) | pieces (release). A worker reads them
-  // only when its index is below the ticket's pieces, and the caller counts those workers
-  // out (pending_) before it writes the next job; the others only read the ticket.
-  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  // The current job: fn and n are written by the caller while no piece is claimed, then
+  // published with state_ = job << 40 | pieces << 20 | next piece (release). A thread
+  // claims piece i by moving `next` from i to i + 1 in a state of its job, and reads fn and
+  // n after that: the caller cannot have moved on, since it waits for done_ to reach the
+  // job's pieces before it writes the next.
+  const std::function<void(int64_t, int64_t)>* job_fn_ = nullptr;
   int64_t job_n_ = 0;
-  std::atomic<uint64_t> ticket_{0};
-  std::atomic<int> pending_{0};   // worker pieces of the current job not yet finished
+  std::atomic<uint64_t> state_{0};
+  std::atomic<int> done_{0};      // pieces of the current job finished
+  std::exception_ptr error_;      // the first exception a piece of the current job threw (under mutex_)
   std::atomic<int> sleepers_{0};  // workers blocked (or about to block) on wake_
   std::atomic<bool> stop_{false};
   std::mutex mutex_;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // deepflow_lite's sgemm against a naive triple loop: odd sizes (every micro-kernel edge),
-// both layouts of A and B, packed and raw B, bias, clamp, accumulate, one and two threads.
+// both layouts of A and B, packed and raw B, bias, clamp, accumulate, one and two threads,
+// both instruction sets' kernels; and sgemm_gather against sgemm.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -177,6 +178,64 @@ TEST(LiteGemm, TwoThreads) {
         o.clamp = true;
         check(c, o);
       }
+}
+
+// The other instruction set's kernels (AVX2 where this CPU has AVX-512; a no-op when the
+// CPU has only the baseline): every layout, edge and epilogue again.
+TEST(LiteGemm, BaselineKernels) {
+  const Simd before = simd();
+  set_simd(before == Simd::kAvx512 ? Simd::kAvx2 : Simd::kAvx512);
+  for (const Case& c : kCases)
+    for (Layout al : {Layout::kRowMajor, Layout::kTransposed})
+      for (Layout bl : {Layout::kRowMajor, Layout::kTransposed})
+        for (bool packed : {true, false}) {
+          Options o;
+          o.a_layout = al;
+          o.b_layout = bl;
+          o.packed = packed;
+          o.bias = true;
+          o.clamp = bl == Layout::kTransposed;
+          o.accumulate = al == Layout::kTransposed && packed;
+          check(c, o);
+        }
+  set_simd(before);
+  EXPECT_EQ(simd(), before);
+}
+
+// sgemm_gather against sgemm on the A it gathers: rows a_row apart in an "image", each
+// row's elements at scattered offsets (a convolution's patch), on both instruction sets.
+TEST(LiteGemm, GatheredA) {
+  const Simd before = simd();
+  for (Simd isa : {Simd::kAvx2, Simd::kAvx512}) {
+    set_simd(isa);
+    for (const Case& c : {Case{1, 5, 3}, Case{8, 32, 9}, Case{13, 17, 27}, Case{26, 64, 300}, Case{9, 40, 513}}) {
+      SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) +
+                   (isa == Simd::kAvx512 ? " avx512" : " avx2"));
+      std::mt19937 rng(static_cast<unsigned>(c.m + 7 * c.k));
+      const int a_row = 6;
+      std::vector<int32_t> offsets(static_cast<size_t>(c.k));
+      std::uniform_int_distribution<int32_t> off(0, 4 * c.k);
+      for (int32_t& o : offsets) o = off(rng);
+      const auto image = random_values(static_cast<size_t>(c.m) * a_row + 4 * c.k + 1, rng);
+      const auto b = random_values(static_cast<size_t>(c.k) * c.n, rng);
+      const auto bias = random_values(static_cast<size_t>(c.n), rng);
+      std::vector<float> a(static_cast<size_t>(c.m) * c.k);
+      for (int i = 0; i < c.m; ++i)
+        for (int p = 0; p < c.k; ++p)
+          a[static_cast<size_t>(i) * c.k + p] = image[static_cast<size_t>(i) * a_row + offsets[static_cast<size_t>(p)]];
+      PackedB pb;
+      pb.pack(b.data(), c.k, c.n, c.n, Layout::kRowMajor);
+      GemmEpilogue e;
+      e.bias = bias.data();
+      e.lo = -1.f;
+      e.hi = 2.f;
+      std::vector<float> want(static_cast<size_t>(c.m) * c.n), got(want.size());
+      sgemm(nullptr, c.m, a.data(), c.k, Layout::kRowMajor, pb, want.data(), c.n, e);
+      sgemm_gather(c.m, image.data(), a_row, offsets.data(), pb, got.data(), c.n, e);
+      for (size_t q = 0; q < want.size(); ++q) ASSERT_NEAR(got[q], want[q], 1e-5f * (c.k + 1)) << "element " << q;
+    }
+  }
+  set_simd(before);
 }
 
 TEST(LiteGemm, EmptyK) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Convolutions on float32 NHWC: CONV_2D (GEMM on the input for 1x1 stride-1 and for
-// filters covering the whole image; otherwise im2col in row tiles + GEMM) and
+// filters covering the whole image; otherwise a GEMM per output row that reads the inner
+// windows in place (sgemm_gather) and the border ones through im2col, or, for grouped
+// convolutions and narrow outputs, im2col in row tiles + GEMM) and
 // TRANSPOSE_CONV (GEMM + col2im); DEPTHWISE_CONV_2D is in depthwise_conv.cpp. Filters are
 // OHWI; constant ones are packed for the GEMM once, at prepare. Padded taps count as zeros.
 // Quantized (int8 / uint8 / int16) and hybrid (float input, int8 filter) convolutions fail
@@ -16,6 +18,7 @@ namespace {
 
 constexpr int64_t kTileFloats = 1 << 13;  // im2col tile per thread: 32 KiB, stays in L1
 constexpr int64_t kMinTileRows = 48;      // a GEMM of fewer rows reuses each B panel too little
+constexpr int64_t kGatherRowFloats = 1 << 18;  // the most patches of one output row (1 MiB) the gather mode keeps
 constexpr int64_t kColFloats = 1 << 20;   // TRANSPOSE_CONV's column buffer: 4 MiB
 constexpr int64_t kGrainFlops = 1 << 16;  // per parallel task of col2im
 
@@ -121,9 +124,16 @@ class Conv2D final : public Kernel {
                              win_.pad_left == 0 && (win_.dh == 1 || h_ == 1) && (win_.dw == 1 || w_ == 1) &&
                              groups_ == 1;
     mode_ = one_by_one ? Mode::kOneByOne : whole_image ? Mode::kWholeImage : Mode::kIm2col;
-    if (mode_ == Mode::kIm2col) {
+    slots_ = ctx.pool().size();
+    // Inner windows read in place: a row of output pixels is a GEMM on the image with a
+    // fixed step between rows of A, where a run of 8 pixels fills the micro-kernel.
+    if (mode_ == Mode::kIm2col && groups_ == 1 && ow_ >= 8 &&
+        static_cast<int64_t>(ow_) * k_ <= kGatherRowFloats && static_cast<int64_t>(h_) * w_ * ic_ < (1LL << 31)) {
+      mode_ = Mode::kGather;
+      plan_gather();
+      col_.resize(static_cast<size_t>(slots_) * ow_ * k_);
+    } else if (mode_ == Mode::kIm2col) {
       const int64_t m = static_cast<int64_t>(n_) * oh_ * ow_;
-      slots_ = ctx.pool().size();
       // Tiles of about kTileFloats, as many for each thread (a thread's share is whole
       // tiles: an odd one out would leave the others waiting), in multiples of 8 rows (the
       // micro-kernels' heights divide 8 or 6: few short tiles).
@@ -155,6 +165,8 @@ class Conv2D final : public Kernel {
               out + g * ocg_, oc_, epilogue(bias ? bias + g * ocg_ : nullptr, act_));
     } else if (mode_ == Mode::kWholeImage) {
       sgemm(&pool, n_, in, k_, Layout::kRowMajor, packed_[0], out, oc_, epilogue(bias, act_));
+    } else if (mode_ == Mode::kGather) {
+      eval_gather(pool, in, out, bias);
     } else {
       eval_im2col(pool, in, out, bias);
     }
@@ -162,7 +174,64 @@ class Conv2D final : public Kernel {
   }
 
  private:
-  enum class Mode { kOneByOne, kWholeImage, kIm2col };
+  enum class Mode { kOneByOne, kWholeImage, kIm2col, kGather };
+
+  // The gather mode's constants: each patch element's offset from its window's first
+  // element, and the output columns and rows whose windows lie inside the image.
+  void plan_gather() {
+    offsets_.clear();
+    for (int ky = 0; ky < win_.kh; ++ky)
+      for (int kx = 0; kx < win_.kw; ++kx)
+        for (int c = 0; c < icg_; ++c)
+          offsets_.push_back(static_cast<int32_t>((static_cast<int64_t>(ky) * win_.dh * w_ + kx * win_.dw) * ic_ + c));
+    auto inside = [](int o, int stride, int pad, int kernel, int dilation, int in) {
+      const int first = o * stride - pad;
+      return first >= 0 && first + (kernel - 1) * dilation < in;
+    };
+    x_lo_ = 0;
+    while (x_lo_ < ow_ && !inside(x_lo_, win_.sw, win_.pad_left, win_.kw, win_.dw, w_)) ++x_lo_;
+    x_hi_ = x_lo_;
+    while (x_hi_ < ow_ && inside(x_hi_, win_.sw, win_.pad_left, win_.kw, win_.dw, w_)) ++x_hi_;
+    row_inside_.assign(static_cast<size_t>(oh_), 0);
+    for (int oy = 0; oy < oh_; ++oy)
+      row_inside_[static_cast<size_t>(oy)] = inside(oy, win_.sh, win_.pad_top, win_.kh, win_.dh, h_);
+  }
+
+  // CONV_2D by output rows: the inner pixels of a row whose windows lie inside the image
+  // straight from it (sgemm_gather), the others through im2col. Each thread takes whole
+  // rows, with its own row of patches for the borders.
+  void eval_gather(ThreadPool& pool, const float* in, float* out, const float* bias) {
+    const int64_t rows = static_cast<int64_t>(n_) * oh_;
+    const GemmEpilogue e = epilogue(bias, act_);
+    const PackedB& b = packed_[0];
+    auto patches = [&](int64_t r, int ox0, int ox1, float* col) {
+      if (ox0 >= ox1) return;
+      im2col(in, r * ow_ + ox0, r * ow_ + ox1, 0, col);
+      sgemm(nullptr, ox1 - ox0, col, k_, Layout::kRowMajor, b, out + (r * ow_ + ox0) * oc_, oc_, e);
+    };
+    auto run_rows = [&](int64_t lo, int64_t hi, float* col) {
+      for (int64_t r = lo; r < hi; ++r) {
+        const int n = static_cast<int>(r / oh_), oy = static_cast<int>(r % oh_);
+        if (!row_inside_[static_cast<size_t>(oy)] || x_lo_ >= x_hi_) {
+          patches(r, 0, ow_, col);
+          continue;
+        }
+        const int y0 = oy * win_.sh - win_.pad_top, x0 = x_lo_ * win_.sw - win_.pad_left;
+        const float* a = in + ((static_cast<int64_t>(n) * h_ + y0) * w_ + x0) * ic_;
+        sgemm_gather(x_hi_ - x_lo_, a, win_.sw * ic_, offsets_.data(), b, out + (r * ow_ + x_lo_) * oc_, oc_, e);
+        patches(r, 0, x_lo_, col);
+        patches(r, x_hi_, ow_, col);
+      }
+    };
+    if (slots_ > 1 && rows >= slots_) {
+      pool.parallel_for(slots_, 1, [&](int64_t lo, int64_t hi) {
+        for (int64_t s = lo; s < hi; ++s)
+          run_rows(rows * s / slots_, rows * (s + 1) / slots_, col_.data() + s * ow_ * k_);
+      });
+    } else {
+      run_rows(0, rows, col_.data());
+    }
+  }
 
   void pack(OpContext& ctx) {
     const float* w = ctx.input(1).data<float>();
@@ -243,6 +312,9 @@ class Conv2D final : public Kernel {
   Mode mode_ = Mode::kIm2col;
   int slots_ = 1;
   int64_t tile_rows_ = 1;
+  std::vector<int32_t> offsets_;   // kGather: patch element p at offsets_[p] from the window's start
+  int x_lo_ = 0, x_hi_ = 0;        // kGather: the output columns whose windows lie inside the image
+  std::vector<char> row_inside_;   // kGather: per output row, whether its windows lie inside
   std::vector<float> col_;
   std::vector<PackedB> packed_;  // per group
   bool packed_ok_ = false;       // packed_ holds this prepare's constant filter

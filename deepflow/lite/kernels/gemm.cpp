@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// The GEMM's structure is BLIS's: K is cut into blocks of kKc (a 16-column B panel of kKc
-// rows stays in L1), M into blocks of kMc (A's block stays in L2), and a micro-kernel keeps
-// its tile of C in registers: 6x16 on AVX2 (12 of its 16 ymm; 2 hold B, 1 holds A), 12x16
-// on AVX-512 (12 zmm; each step loads one vector of B and broadcasts A from memory into
-// the FMA). The bias seeds the accumulators (or is added after the last K block when
-// accumulating into C) and the clamp is applied in registers. Threads split M (or N when M
-// is too short to share) into one task each. A raw B with at most kFewRows rows of A skips
-// packing (dot products or row updates): that is the GEMV of a batch-1 layer.
+// The GEMM's structure is BLIS's: K is cut into blocks of kKc, M into blocks of kMc, and a
+// micro-kernel keeps its tile of C in registers: 6x16 on AVX2 (12 of its 16 ymm; 2 hold
+// B, 1 holds A), 8x32 over two 16-column panels on AVX-512 (16 zmm; each step loads two
+// vectors of B for eight broadcasts of A, folded into the FMAs). Within a block, the row
+// tiles go outer while the block of B stays in L2 (so C is written row by row), else the
+// panels do (each read once). The bias seeds the accumulators (or is added after the last
+// K block when accumulating into C) and the clamp is applied in registers. The AVX-512
+// kernels are compiled for that target alone and chosen at run time (simd()). Threads split
+// M (or N when M is too short to share) into one task each. sgemm_gather reads A through
+// per-step offsets (a convolution's windows in the image). A raw B with at most kFewRows
+// rows of A skips packing (dot products or row updates): the GEMV of a batch-1 layer.
 #include "deepflow/lite/kernels/gemm.h"
 
 #include <algorithm>
@@ -29,9 +32,10 @@ namespace {
 
 constexpr int kNr = PackedB::kPanel;  // micro-kernel columns
 constexpr int kKc = 256;              // K block: kKc x 16 floats of B = 16 KiB
-constexpr int kMc = 120;              // M block: kMc x kKc floats of A = 120 KiB (a multiple of 6 and 12)
+constexpr int kMc = 120;              // M block: kMc x kKc floats of A = 120 KiB (a multiple of 6 and 8)
 constexpr int kFewRows = 4;           // up to this many rows of A, raw B is used unpacked
-constexpr double kFlopsPerThread = 1 << 17;  // below this (a few microseconds) handing work over costs more than it saves
+constexpr int64_t kRowsOuterBytes = 256 << 10;  // a block of B up to this size is swept once per row tile
+constexpr double kFlopsPerThread = 1 << 17;  // less work (a few microseconds) is not worth handing over
 
 inline void prefetch(const float* p) { __builtin_prefetch(p, 1, 3); }
 
@@ -404,25 +408,33 @@ void gemm_task(const Isa& isa, int m0, int m1, int j0, int j1, const float* a, i
     for (int i0 = m0; i0 < m1; i0 += kMc) {
       const int mc = std::min(kMc, m1 - i0);
       if (pack) pack_transposed_a(a + static_cast<ptrdiff_t>(p0) * lda + i0, lda, mc, kc, isa.mr, packed);
-      // Row tiles outer: each writes whole rows of C in turn (contiguous stores, which
-      // matter where K is short and C is large), with its rows of A in L1 across panels.
-      for (int r = 0; r < mc; r += isa.mr) {
+      // Row tiles outer while the block of B (kc x the task's columns) stays in L2: each
+      // tile then writes whole rows of C in turn (contiguous stores, which matter where K
+      // is short and C is large), its rows of A in L1 across panels. A larger B (a wide
+      // layer over few pixels) goes panel by panel, each panel read once from memory.
+      const bool rows_outer = static_cast<int64_t>(kc) * (j1 - j0) * kNr * sizeof(float) <= kRowsOuterBytes;
+      auto tile = [&](int r, int j) {
         const int mr = std::min(isa.mr, mc - r);
-        for (int j = j0; j < j1; j += isa.panels) {
-          const int panels = std::min(isa.panels, j1 - j);
-          const float* bp = b.panel(j) + static_cast<ptrdiff_t>(p0) * kNr;
-          const float* bias = e.bias ? e.bias + j * kNr : nullptr;
-          t.cols = std::min(panels * kNr, b.n() - j * kNr);
-          t.init = first && !e.accumulate ? bias : nullptr;
-          t.bias_end = last && e.accumulate ? bias : nullptr;
-          t.c = c + static_cast<ptrdiff_t>(i0 + r) * ldc + j * kNr;
-          if (pack)
-            isa.kernel(mr, panels, kc, packed + static_cast<ptrdiff_t>(r) * kc, 1, mr, bp, t);
-          else if (offsets)
-            isa.kernel(mr, panels, kc, a + static_cast<ptrdiff_t>(i0 + r) * lda, lda, 0, bp, t);
-          else
-            isa.kernel(mr, panels, kc, a + static_cast<ptrdiff_t>(i0 + r) * lda + p0, lda, 1, bp, t);
-        }
+        const int panels = std::min(isa.panels, j1 - j);
+        const float* bp = b.panel(j) + static_cast<ptrdiff_t>(p0) * kNr;
+        const float* bias = e.bias ? e.bias + j * kNr : nullptr;
+        t.cols = std::min(panels * kNr, b.n() - j * kNr);
+        t.init = first && !e.accumulate ? bias : nullptr;
+        t.bias_end = last && e.accumulate ? bias : nullptr;
+        t.c = c + static_cast<ptrdiff_t>(i0 + r) * ldc + j * kNr;
+        if (pack)
+          isa.kernel(mr, panels, kc, packed + static_cast<ptrdiff_t>(r) * kc, 1, mr, bp, t);
+        else if (offsets)
+          isa.kernel(mr, panels, kc, a + static_cast<ptrdiff_t>(i0 + r) * lda, lda, 0, bp, t);
+        else
+          isa.kernel(mr, panels, kc, a + static_cast<ptrdiff_t>(i0 + r) * lda + p0, lda, 1, bp, t);
+      };
+      if (rows_outer) {
+        for (int r = 0; r < mc; r += isa.mr)
+          for (int j = j0; j < j1; j += isa.panels) tile(r, j);
+      } else {
+        for (int j = j0; j < j1; j += isa.panels)
+          for (int r = 0; r < mc; r += isa.mr) tile(r, j);
       }
     }
   }
