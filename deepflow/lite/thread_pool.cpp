@@ -85,12 +85,17 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   job_n_ = n;
   done_.store(0, std::memory_order_relaxed);
   const uint64_t job = (job_of(state_.load(std::memory_order_relaxed)) + 1) & kJobMask;
-  state_.store(job << (2 * kIndexBits) | static_cast<uint64_t>(pieces) << kIndexBits);  // seq_cst: before sleepers_
+  // Published with piece 0 claimed: the caller always runs the first piece, so with two
+  // threads each op's pieces land on the same threads as the last op's (a spinning worker
+  // would otherwise win the race for piece 0 now and then), and the data each piece reads
+  // is mostly in its own core's caches.
+  state_.store(job << (2 * kIndexBits) | static_cast<uint64_t>(pieces) << kIndexBits | 1);  // seq_cst: before sleepers_
   if (sleepers_.load() > 0) {
     // Taking the mutex orders this notify after a sleeper's check of the state.
     std::lock_guard<std::mutex> lock(mutex_);
     wake_.notify_all();
   }
+  run_piece(0, pieces);
   run_pieces(job);
   // What is left runs on workers: spin, then yield (a worker may have lost its core).
   auto finished = [&] { return done_.load(std::memory_order_acquire) == pieces; };
@@ -110,19 +115,23 @@ void ThreadPool::run_pieces(uint64_t job) {
     if (job_of(state) != job || next >= pieces) return;
     if (!state_.compare_exchange_weak(state, state + 1, std::memory_order_acq_rel, std::memory_order_acquire))
       continue;  // state now holds the value that won
-    const int64_t n = job_n_, i = static_cast<int64_t>(next), count = static_cast<int64_t>(pieces);
-    in_piece = true;
-    try {
-      (*job_fn_)(n * i / count, n * (i + 1) / count);
-    } catch (...) {
-      // Kept for the caller, who rethrows it once no piece runs any more.
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!error_) error_ = std::current_exception();
-    }
-    in_piece = false;
-    done_.fetch_add(1, std::memory_order_release);
+    run_piece(static_cast<int64_t>(next), static_cast<int64_t>(pieces));
     state = state_.load(std::memory_order_acquire);
   }
+}
+
+void ThreadPool::run_piece(int64_t i, int64_t pieces) {
+  const int64_t n = job_n_;
+  in_piece = true;
+  try {
+    (*job_fn_)(n * i / pieces, n * (i + 1) / pieces);
+  } catch (...) {
+    // Kept for the caller, who rethrows it once no piece runs any more.
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!error_) error_ = std::current_exception();
+  }
+  in_piece = false;
+  done_.fetch_add(1, std::memory_order_release);
 }
 
 void ThreadPool::work() {

@@ -6,8 +6,9 @@
 // what costs: a worker that waited on a condition variable takes that long again to wake.
 // Workers therefore spin for a while after each job before they sleep. And since a core
 // may be taken away (a shared machine, more threads than cores), no thread waits for
-// another to start: pieces are claimed from a shared counter, so a caller whose workers
-// are late runs their pieces itself, and waits only for pieces already being run.
+// another to start: the caller runs the first piece and the others are claimed from a
+// shared counter, so a caller whose workers are late runs their pieces itself, and waits
+// only for pieces already being run.
 #pragma once
 
 #include <atomic>
@@ -32,15 +33,17 @@ class ThreadPool {
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
   /// Runs fn(begin, end) over [0, n) cut into at most size() contiguous pieces of at least
-  /// `grain` items each, each run once by whichever thread claims it first, and returns when
-  /// all are done; an exception from a piece is rethrown then (the first, when several
-  /// throw). Runs inline when one piece would do, or when called from inside another
-  /// parallel_for's piece.
+  /// `grain` items each (the first on the calling thread, each other one on whichever
+  /// thread claims it first), and returns when all are done; an exception from a piece is
+  /// rethrown then (the first, when several throw). Runs inline when one piece would do, or
+  /// when called from inside another parallel_for's piece.
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
   // Claims and runs pieces of job `job` until none is left (or a newer job is up).
   void run_pieces(uint64_t job);
+  // Runs piece i of the current job's `pieces` and counts it done.
+  void run_piece(int64_t i, int64_t pieces);
   void work();
 
   std::vector<std::thread> workers_;

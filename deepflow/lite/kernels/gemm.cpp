@@ -35,6 +35,7 @@ constexpr int kKc = 256;              // K block: kKc x 16 floats of B = 16 KiB
 constexpr int kMc = 120;              // M block: kMc x kKc floats of A = 120 KiB (a multiple of 6 and 8)
 constexpr int kFewRows = 4;           // up to this many rows of A, raw B is used unpacked
 constexpr int64_t kRowsOuterBytes = 256 << 10;  // a block of B up to this size is swept once per row tile
+constexpr int kStreamAhead = 16;  // steps (64-byte lines of a panel) a GEMV prefetches B ahead (harmless past the end)
 constexpr double kFlopsPerThread = 1 << 17;  // less work (a few microseconds) is not worth handing over
 
 inline void prefetch(const float* p) { __builtin_prefetch(p, 1, 3); }
@@ -265,6 +266,12 @@ DF_LITE_AVX512 void micro_kernel_avx512(int kc, const float* a, int a_row, int a
         __m512 bv[NV];
 #pragma GCC unroll 2
         for (int v = 0; v < NV; ++v) bv[v] = _mm512_load_ps(b + v * bp);
+        // A row or two (a GEMV) streams B faster than the hardware fetches it from beyond
+        // L2: ask for it kStreamAhead steps early.
+        if constexpr (MR <= 2)
+#pragma GCC unroll 2
+          for (int v = 0; v < NV; ++v)
+            _mm_prefetch(reinterpret_cast<const char*>(b + v * bp + kStreamAhead * kNr), _MM_HINT_T0);
         const float* ap = kGather ? a + *off++ : a;
 #pragma GCC unroll 8
         for (int i = 0; i < MR; ++i) {

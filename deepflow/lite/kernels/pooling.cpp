@@ -8,7 +8,7 @@ namespace deepflow::lite {
 
 namespace {
 
-constexpr int64_t kGrainOps = 1 << 15;  // window cells x channels per parallel task
+constexpr int64_t kGrainOps = 1 << 12;  // window cells x channels per parallel task (a microsecond or two)
 
 enum class PoolKind { kAverage, kMax, kL2 };
 
