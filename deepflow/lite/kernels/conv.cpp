@@ -22,16 +22,6 @@ constexpr int64_t kGatherRowFloats = 1 << 18;  // the most patches of one output
 constexpr int64_t kColFloats = 1 << 20;   // TRANSPOSE_CONV's column buffer: 4 MiB
 constexpr int64_t kGrainFlops = 1 << 16;  // per parallel task of col2im
 
-// Fails unless the op's tensors are the float32 this file computes in.
-void require_float(const OpContext& ctx, const Tensor& input, const Tensor& filter) {
-  if (input.type != DType::kFloat32)
-    ctx.fail(dtype_name(input.type), " ", ctx.op_name(), " is not supported yet (input '", input.name, "')");
-  if (filter.type != DType::kFloat32)
-    ctx.fail("hybrid (", dtype_name(input.type), " input, ", dtype_name(filter.type), " filter) ", ctx.op_name(),
-             " is not supported yet (filter '", filter.name, "')");
-  check_type(ctx, ctx.output(0), DType::kFloat32, "output");
-}
-
 // The bias input (optional) as a float pointer checked to hold `channels` values.
 const float* bias_data(const OpContext& ctx, int index, int channels) {
   if (!ctx.has_input(index)) return nullptr;

@@ -212,16 +212,6 @@ __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,fma"))) void rows_avx5
 
 void rows_baseline(const Plan& p, int64_t r0, int64_t r1) { rows<8>(p, r0, r1); }
 
-// Fails unless the op's tensors are the float32 this file computes in.
-void require_float(const OpContext& ctx, const Tensor& input, const Tensor& filter) {
-  if (input.type != DType::kFloat32)
-    ctx.fail(dtype_name(input.type), " ", ctx.op_name(), " is not supported yet (input '", input.name, "')");
-  if (filter.type != DType::kFloat32)
-    ctx.fail("hybrid (", dtype_name(input.type), " input, ", dtype_name(filter.type), " filter) ", ctx.op_name(),
-             " is not supported yet (filter '", filter.name, "')");
-  check_type(ctx, ctx.output(0), DType::kFloat32, "output");
-}
-
 class DepthwiseConv2D final : public Kernel {
  public:
   explicit DepthwiseConv2D(const OpContext& ctx) {

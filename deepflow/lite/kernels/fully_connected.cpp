@@ -12,15 +12,6 @@ namespace {
 
 constexpr int kFewRows = 4;  // up to this many rows, a non-constant B is multiplied unpacked
 
-void require_float(const OpContext& ctx, const Tensor& input, const Tensor& weights, const char* what) {
-  if (input.type != DType::kFloat32)
-    ctx.fail(dtype_name(input.type), " ", ctx.op_name(), " is not supported yet (input '", input.name, "')");
-  if (weights.type != DType::kFloat32)
-    ctx.fail("hybrid (", dtype_name(input.type), " input, ", dtype_name(weights.type), " ", what, ") ",
-             ctx.op_name(), " is not supported yet (", what, " '", weights.name, "')");
-  check_type(ctx, ctx.output(0), DType::kFloat32, "output");
-}
-
 class FullyConnected final : public Kernel {
  public:
   explicit FullyConnected(const OpContext& ctx) {

@@ -41,6 +41,15 @@ PaddedDim padded_dim(const OpContext& ctx, fb::Padding padding, int in, int kern
   return d;
 }
 
+void require_float(const OpContext& ctx, const Tensor& input, const Tensor& weights, const char* what) {
+  if (input.type != DType::kFloat32)
+    ctx.fail(dtype_name(input.type), " ", ctx.op_name(), " is not supported yet (input '", input.name, "')");
+  if (weights.type != DType::kFloat32)
+    ctx.fail("hybrid (", dtype_name(input.type), " input, ", dtype_name(weights.type), " ", what, ") ",
+             ctx.op_name(), " is not supported yet (", what, " '", weights.name, "')");
+  check_type(ctx, ctx.output(0), DType::kFloat32, "output");
+}
+
 void check_type(const OpContext& ctx, const Tensor& t, DType want, const char* what) {
   DF_LITE_OP_CHECK(ctx, t.type == want, what, " '", t.name, "' is ", dtype_name(t.type), "; expected ",
                    dtype_name(want));

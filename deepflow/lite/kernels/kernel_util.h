@@ -42,6 +42,10 @@ struct PaddedDim {
 };
 PaddedDim padded_dim(const OpContext& ctx, fb::Padding padding, int in, int kernel, int stride, int dilation);
 
+/// Throws unless input, `what` (the weights) and output 0 are FLOAT32; a float input with
+/// other weights is named hybrid. The float kernels of conv, depthwise, FC and batch matmul.
+void require_float(const OpContext& ctx, const Tensor& input, const Tensor& weights, const char* what = "filter");
+
 /// Throws unless t has this type.
 void check_type(const OpContext& ctx, const Tensor& t, DType want, const char* what);
 /// Throws unless t has this rank.
