@@ -9,7 +9,7 @@ include(CMakePackageConfigHelpers)
 # The exported names: deepflow::deepflow, deepflow::proto, deepflow::io, deepflow::tf_proto,
 # deepflow::tf, deepflow::serving, deepflow::onnx, deepflow::lite.
 set(DEEPFLOW_INSTALLED_LIBRARIES deepflow deepflow_proto deepflow_io deepflow_tf_proto deepflow_tf deepflow_serving deepflow_onnx
-    deepflow_lite)
+    deepflow_lite deepflow_quantize)
 foreach(lib ${DEEPFLOW_INSTALLED_LIBRARIES})
   string(REGEX REPLACE "^deepflow_" "" export_name ${lib})
   # Each library finds its siblings next to itself, wherever the prefix is moved.

@@ -60,4 +60,5 @@ NB_MODULE(_deepflow, m) {
   init_keras(m);
   init_saving(m);
   init_lite(m);
+  init_lite_convert(m);
 }

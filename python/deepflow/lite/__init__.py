@@ -8,12 +8,15 @@ TensorFlow Lite's Python API.
     interpreter.invoke()
     y = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
 
-The converter (tf.lite.TFLiteConverter) is not here yet."""
+tf.lite.TFLiteConverter (python/deepflow/lite/_converter.py) writes .tflite files from Keras
+models, concrete functions and SavedModels, float or quantized."""
 import numpy as np
 
 from .. import _deepflow
+from ._converter import Optimize, OpsSet, RepresentativeDataset, TargetSpec, TFLiteConverter  # noqa: F401
 
-__all__ = ["Interpreter", "OpResolverType", "SignatureRunner"]
+__all__ = ["Interpreter", "OpResolverType", "Optimize", "OpsSet", "RepresentativeDataset", "SignatureRunner",
+           "TargetSpec", "TFLiteConverter"]
 
 
 class OpResolverType:
