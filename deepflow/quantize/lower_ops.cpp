@@ -373,12 +373,64 @@ bool try_relu6(NodeLowering& n) {
   return false;
 }
 
+// (x * 0.5) * (1 + erf(x * (1 / sqrt 2))) -> GELU(x) (ops/activation.cpp's exact form).
+bool try_gelu(NodeLowering& n) {
+  if (n.node.op != OpId::Mul) return false;
+  const Lowering& l = n.l;
+  // The value v * c of a single-use mul by the scalar constant c (either side), or nullopt.
+  auto times = [&](ValueRef v, double c) -> std::optional<ValueRef> {
+    const Node* m = single_use_producer(n, v, OpId::Mul);
+    if (!m) return std::nullopt;
+    for (int side : {0, 1})
+      if (is_scalar_value(l.constant(l.skip_identities(m->inputs[size_t(1 - side)])), c))
+        return l.skip_identities(m->inputs[size_t(side)]);
+    return std::nullopt;
+  };
+  for (int side : {0, 1}) {
+    auto half = times(n.in_value(side), 0.5);
+    const Node* add = single_use_producer(n, n.in_value(1 - side), OpId::Add);
+    if (!half || !add) continue;
+    for (int a : {0, 1}) {
+      const Node* erf = single_use_producer(n, add->inputs[size_t(a)], OpId::Erf);
+      if (!erf || !is_scalar_value(l.constant(l.skip_identities(add->inputs[size_t(1 - a)])), 1.0)) continue;
+      auto scaled = times(erf->inputs[0], 1.0 / std::sqrt(2.0));
+      if (scaled && *scaled == *half) {
+        n.emit(Op::GELU, {n.l.tensor(*half)}, {n.out()});
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 void binary(NodeLowering& n) {
-  if (try_softmax(n) || try_mean(n) || try_relu6(n)) return;
+  if (try_softmax(n) || try_mean(n) || try_relu6(n) || try_gelu(n)) return;
   n.emit(binary_ops().at(n.node.op), {n.in(0), n.in(1)}, {n.out()});
 }
 
-void where_op(NodeLowering& n) { n.emit(Op::SELECT_V2, {n.in(0), n.in(1), n.in(2)}, {n.out()}); }
+// where(x > 0, x, x * alpha) -> LEAKY_RELU(x) (ops/activation.cpp's form).
+bool try_leaky_relu(NodeLowering& n) {
+  const Lowering& l = n.l;
+  const Node* gt = single_use_producer(n, n.in_value(0), OpId::Greater);
+  const Node* mul = single_use_producer(n, n.in_value(2), OpId::Mul);
+  if (!gt || !mul || !is_scalar_value(l.constant(l.skip_identities(gt->inputs[1])), 0.0)) return false;
+  const ValueRef x = l.skip_identities(n.in_value(1));
+  if (!(l.skip_identities(gt->inputs[0]) == x) || n.in_type(1).shape != n.out_type().shape) return false;
+  for (int side : {0, 1}) {
+    auto alpha = l.constant(l.skip_identities(mul->inputs[size_t(1 - side)]));
+    if (!(l.skip_identities(mul->inputs[size_t(side)]) == x) || !alpha || alpha->size() != 1) continue;
+    BuildScopeGuard eager(nullptr);
+    n.emit(Op::LEAKY_RELU, {n.l.tensor(x)}, {n.out()},
+           {.alpha = float(cast(*alpha, DType::Float64).to_vector<double>()[0])});
+    return true;
+  }
+  return false;
+}
+
+void where_op(NodeLowering& n) {
+  if (try_leaky_relu(n)) return;
+  n.emit(Op::SELECT_V2, {n.in(0), n.in(1), n.in(2)}, {n.out()});
+}
 
 void cast_op(NodeLowering& n) {
   n.emit(Op::CAST, {n.in(0)}, {n.out()},
