@@ -26,6 +26,9 @@
 #include "deepflow/lite/kernel.h"
 
 namespace deepflow::cli {
+
+void setup_lite_convert(CLI::App* lite);  // cmd_lite_convert.cpp
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -292,6 +295,8 @@ void setup_lite(CLI::App& app) {
   b->add_option("--batch", bo->batch, "size of the inputs' -1 dimensions")->check(CLI::PositiveNumber);
   b->add_flag("--profile", bo->profile, "then time each op type over --runs more runs");
   b->callback([bo] { benchmark(*bo); });
+
+  setup_lite_convert(lite);
 }
 
 }  // namespace
