@@ -153,5 +153,9 @@ void register_control_kernels(OpResolver& r);       // IF, WHILE
 /// LOGISTIC, TANH, MEAN (spatial): wraps the
 /// float registrations above (an int8 input picks the int8 kernel), so it is called last.
 void register_int8_kernels(OpResolver& r);
+/// Dynamic-range (hybrid: float32 input, int8 weights) FULLY_CONNECTED, BATCH_MATMUL,
+/// CONV_2D and DEPTHWISE_CONV_2D (kernels/hybrid.cpp): wraps the registrations above (a
+/// float input with int8 weights picks the hybrid kernel), so it is called after them.
+void register_hybrid_kernels(OpResolver& r);
 
 }  // namespace deepflow::lite

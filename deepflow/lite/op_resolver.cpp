@@ -14,6 +14,7 @@ OpResolver OpResolver::builtins() {
   register_quant_kernels(r);
   register_control_kernels(r);
   register_int8_kernels(r);
+  register_hybrid_kernels(r);
   return r;
 }
 

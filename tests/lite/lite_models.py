@@ -8,12 +8,12 @@ converter and LiteRT's answers on fixed inputs.
                        outputs: [...]}]}}; LiteRT runs with its reference kernels
                        (OpResolverType.BUILTIN_REF, lite.md 2.4).
 
-Cases: small Keras models (float32 and float16 weights) at two batch sizes, MobileNetV2,
-full-integer int8 models (int8 and float interfaces) of the ops with int8 kernels,
-a tf.function with tf.cond / tf.while_loop (IF / WHILE), one-op models of every conv,
-depthwise, transpose-conv, FC, batch-matmul and pool variant, and the real files packages
-ship (data/tflite_files, scripts/fetch-test-deps.sh lite) as "real_<name>", whose "file" is
-their absolute path.
+Cases: small Keras models (float32, float16 and dynamic-range int8 weights) at two batch
+sizes, MobileNetV2, full-integer int8 models (int8 and float interfaces) of the ops with int8
+kernels, a tf.function with tf.cond / tf.while_loop (IF / WHILE), one-op models of every
+conv, depthwise, transpose-conv, FC, batch-matmul and pool variant (and "hyb_*" dynamic-range
+ones of each hybrid kernel's paths), and the real files packages ship (data/tflite_files,
+scripts/fetch-test-deps.sh lite) as "real_<name>", whose "file" is their absolute path.
 
   .venv-peers/bin/python tests/lite/lite_models.py OUT"""
 import glob
@@ -35,19 +35,23 @@ def keras_models():
     """name -> (model, batches): small Keras 3 models that cover the float builtin ops."""
     keras.utils.set_random_seed(11)
     out = {}
-    out["mlp"] = (keras.Sequential([keras.Input((12,)), keras.layers.Dense(16, activation="relu"),
-                                    keras.layers.Dense(8, activation="tanh"),
+    # Widths past 1024 weights where the dynamic-range mode should quantize them (smaller
+    # weights stay float there): the first two Dense layers run hybrid in that mode.
+    out["mlp"] = (keras.Sequential([keras.Input((12,)), keras.layers.Dense(96, activation="relu"),
+                                    keras.layers.Dense(32, activation="tanh"),
                                     keras.layers.Dense(4, activation="softmax")]), [1, 3])
 
     img = keras.Input((20, 20, 3))
-    x = keras.layers.Conv2D(8, 3, padding="same", activation="relu")(img)
+    x = keras.layers.Conv2D(16, 3, padding="same", activation="relu")(img)
     x = keras.layers.BatchNormalization()(x)
     x = keras.layers.MaxPooling2D()(x)
-    x = keras.layers.DepthwiseConv2D(3, padding="same", activation="relu6")(x)
+    # Hybrid in the dynamic-range mode: this depthwise (1152 weights), the strided and the
+    # dilated convolutions.
+    x = keras.layers.DepthwiseConv2D(3, padding="same", depth_multiplier=8, activation="relu6")(x)
     x = keras.layers.Conv2D(12, 3, strides=2, activation="relu")(x)
     x = keras.layers.Conv2D(12, 1)(x)
     x = keras.layers.AveragePooling2D(2, padding="same")(x)
-    x = keras.layers.Conv2D(6, 3, dilation_rate=2, padding="same")(x)
+    x = keras.layers.Conv2D(16, 3, dilation_rate=2, padding="same")(x)
     x = keras.layers.GlobalAveragePooling2D()(x)
     out["cnn"] = (keras.Model(img, keras.layers.Dense(5)(x)), [1, 2])
 
@@ -71,11 +75,13 @@ def keras_models():
     out["mixed"] = (keras.Model(a, h), [1, 2])
 
     # A Transformer encoder block: BATCH_MATMUL, SOFTMAX, LayerNormalization's ops.
-    t = keras.Input((5, 8))
-    att = keras.layers.MultiHeadAttention(num_heads=2, key_dim=4)(t, t)
+    # (32-wide: its projections are 1024 weights and more, hybrid FULLY_CONNECTEDs with
+    # keep_num_dims in the dynamic-range mode.)
+    t = keras.Input((5, 32))
+    att = keras.layers.MultiHeadAttention(num_heads=2, key_dim=16)(t, t)
     y = keras.layers.LayerNormalization()(t + att)
-    ff = keras.layers.Dense(16, activation="relu")(y)
-    y = keras.layers.LayerNormalization()(y + keras.layers.Dense(8)(ff))
+    ff = keras.layers.Dense(64, activation="relu")(y)
+    y = keras.layers.LayerNormalization()(y + keras.layers.Dense(32)(ff))
     out["transformer"] = (keras.Model(t, y), [1, 2])
 
     mob = keras.applications.MobileNetV2(weights=None, input_shape=(96, 96, 3), alpha=0.35)
@@ -91,6 +97,9 @@ def convert(fn_or_model, mode):
     if mode == "float16":
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
         conv.target_spec.supported_types = [tf.float16]
+    elif mode == "dynamic_range":
+        # int8 weights (those of 1024 elements or more), float activations: hybrid kernels.
+        conv.optimizations = [tf.lite.Optimize.DEFAULT]
     return conv.convert()
 
 
@@ -236,6 +245,102 @@ def one_op_models():
     }
 
 
+# The Keras models also converted in the dynamic-range mode ("mixed" has no weight large
+# enough to quantize).
+DYNAMIC_RANGE_MODELS = ("mlp", "cnn", "transformer", "mobilenet_v2_96")
+
+
+def hybrid_models():
+    """name -> content: one-op dynamic-range models (int8 weights, float activations) of each
+    hybrid conv / depthwise / FC / batch-matmul path, every weight of 1024 elements or more;
+    and files rewritten into the forms TF 2.21's converter no longer writes: symmetric input
+    quantization (asymmetric_quantize_inputs off: FC v3, BATCH_MATMUL) and per-tensor weights
+    (FC; CONV_2D v2, whose inputs LiteRT then quantizes symmetrically)."""
+    L = keras.layers
+    rng = np.random.default_rng(2)
+
+    def model(shape, *layers):
+        x = keras.Input(shape[1:], batch_size=shape[0])
+        y = x
+        for layer in layers:
+            y = layer(y)
+        m = keras.Model(x, y)
+        for w in m.weights:
+            w.assign(rng.standard_normal(w.shape).astype(np.float32) * 0.5)
+        return convert(m, "dynamic_range")
+
+    def fn(*specs):
+        def wrap(f):
+            g = tf.function(f, input_signature=[tf.TensorSpec(s, tf.float32) for s in specs])
+            return convert(g, "dynamic_range")
+        return wrap
+
+    w3 = tf.constant(rng.standard_normal([3, 64, 32]).astype(np.float32))
+    w_adj = tf.constant(rng.standard_normal([2, 24, 48]).astype(np.float32))
+    out = {
+        "hyb_conv3x3_same_relu": model([2, 13, 11, 16], L.Conv2D(24, 3, padding="same", activation="relu")),
+        "hyb_conv1x1": model([2, 9, 10, 40], L.Conv2D(33, 1)),
+        "hyb_conv3x3_s2_valid": model([1, 17, 16, 12], L.Conv2D(19, 3, strides=2, activation="relu6")),
+        "hyb_conv_dilated": model([1, 15, 14, 12], L.Conv2D(16, 3, dilation_rate=2, padding="same")),
+        "hyb_conv_5x3_s21": model([1, 12, 15, 8], L.Conv2D(16, (5, 3), strides=(2, 1), padding="same")),
+        "hyb_conv_grouped": model([1, 8, 8, 32], L.Conv2D(32, 3, groups=2, padding="same")),
+        "hyb_conv_whole_image": model([3, 5, 4, 16], L.Conv2D(20, (5, 4))),
+        "hyb_dw3x3_relu6": model([2, 11, 12, 128], L.DepthwiseConv2D(3, padding="same", activation="relu6")),
+        "hyb_dw_mult2_s2": model([1, 12, 11, 64], L.DepthwiseConv2D(3, strides=2, depth_multiplier=2,
+                                                                    padding="same")),
+        "hyb_dw_dilated": model([1, 14, 13, 130], L.DepthwiseConv2D(3, dilation_rate=2, padding="same")),
+        "hyb_dense_b1": model([1, 300], L.Dense(257)),
+        "hyb_dense_rank3_relu": model([2, 5, 48], L.Dense(32, activation="relu")),
+        "hyb_dense_nobias": model([9, 64], L.Dense(21, use_bias=False)),
+        "hyb_bmm_const": fn([3, 12, 64])(lambda x: tf.matmul(x, w3)),
+        "hyb_bmm_const_adj": fn([2, 48, 7])(lambda x: tf.matmul(x, w_adj, transpose_a=True, transpose_b=True)),
+    }
+    out["hyb_dense_b1_symmetric"] = rewrite(out["hyb_dense_b1"], symmetric_inputs)
+    out["hyb_dense_nobias_symmetric"] = rewrite(out["hyb_dense_nobias"], symmetric_inputs)
+    out["hyb_bmm_const_symmetric"] = rewrite(out["hyb_bmm_const"], symmetric_inputs)
+    out["hyb_dense_b1_v3"] = rewrite(out["hyb_dense_b1_symmetric"], per_tensor_weights)  # FC v3 as first written
+    out["hyb_dense_rank3_per_tensor"] = rewrite(out["hyb_dense_rank3_relu"], per_tensor_weights)
+    out["hyb_conv3x3_per_tensor"] = rewrite(out["hyb_conv3x3_same_relu"], per_tensor_weights)
+    out["hyb_conv1x1_per_tensor"] = rewrite(out["hyb_conv1x1"], per_tensor_weights)
+    out["hyb_conv_dilated_per_tensor"] = rewrite(out["hyb_conv_dilated"], per_tensor_weights)
+    return out
+
+
+def rewrite(content, edit):
+    """content with edit(model, subgraph, op, opcode name) applied to every operator (the
+    flatbuffer's object API)."""
+    from tensorflow.lite.python import schema_py_generated as schema
+    import flatbuffers
+    m = schema.ModelT.InitFromPackedBuf(content, 0)
+    names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
+    for g in m.subgraphs:
+        for op in g.operators:
+            code = m.operatorCodes[op.opcodeIndex]
+            edit(m, g, op, code, names[max(code.builtinCode, code.deprecatedBuiltinCode)])
+    b = flatbuffers.Builder(len(content) + 1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def symmetric_inputs(m, g, op, code, name):
+    """FULLY_CONNECTED / BATCH_MATMUL with asymmetric_quantize_inputs off."""
+    if name in ("FULLY_CONNECTED", "BATCH_MATMUL"):
+        op.builtinOptions.asymmetricQuantizeInputs = False
+        if name == "FULLY_CONNECTED":
+            code.version = 3
+
+
+def per_tensor_weights(m, g, op, code, name):
+    """A CONV_2D's or FULLY_CONNECTED's int8 weights with one scale (their channels' largest)
+    instead of one per channel."""
+    if name in ("CONV_2D", "FULLY_CONNECTED"):
+        q = g.tensors[op.inputs[1]].quantization
+        q.scale = [float(np.max(q.scale))]
+        q.zeroPoint = [0]
+        if name == "CONV_2D":
+            code.version = 2
+
+
 # Unknown dimensions past the batch in the real files: melspectrogram takes audio samples.
 REAL_SHAPES = {"melspectrogram": [1, 1280]}
 
@@ -245,7 +350,9 @@ def main(out):
     cases = {}
     items = [(n, m, b) for n, (m, b) in keras_models().items()] + [("control_flow", control_flow, [2])]
     for name, model, batches in items:
-        modes = ["float32", "float16"] if isinstance(model, keras.Model) else ["float32"]
+        modes = ["float32"]
+        if isinstance(model, keras.Model):
+            modes += ["float16"] + (["dynamic_range"] if name in DYNAMIC_RANGE_MODELS else [])
         for mode in modes:
             case = f"{name}_{mode}"
             content = convert(model, mode)
@@ -272,7 +379,7 @@ def main(out):
                 arrays = random_inputs(rng, content, lambda d: [batch] + list(d["shape_signature"][1:]))
                 runs.append({"batch": batch, **record_run(out, case, f"b{batch}", content, arrays)})
             cases[case] = {"file": case + ".tflite", "runs": runs}
-    for case, content in one_op_models().items():
+    for case, content in list(one_op_models().items()) + list(hybrid_models().items()):
         with open(os.path.join(out, case + ".tflite"), "wb") as f:
             f.write(content)
         arrays = random_inputs(rng, content, lambda d: list(d["shape"]))

@@ -5,8 +5,8 @@
 // convolutions and narrow outputs, im2col in row tiles + GEMM) and
 // TRANSPOSE_CONV (GEMM + col2im); DEPTHWISE_CONV_2D is in depthwise_conv.cpp. Filters are
 // OHWI; constant ones are packed for the GEMM once, at prepare. Padded taps count as zeros.
-// Quantized (int8 / uint8 / int16) and hybrid (float input, int8 filter) convolutions fail
-// with "not supported yet".
+// int8 convolutions are in int8_ops.cpp, hybrid ones (float input, int8 filter) in
+// hybrid.cpp; other quantized forms (uint8, int16) fail with "not supported yet".
 #include <cstring>
 
 #include "deepflow/lite/kernels/gemm.h"

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // FULLY_CONNECTED and BATCH_MATMUL on float32, both on the lite GEMM. A constant weight
 // (an FC's [out, in] filter, a BATCH_MATMUL's constant right operand) is packed once at
-// prepare. Quantized and hybrid (float input, int8 weights) forms fail with "not
-// supported yet".
+// prepare. The int8 form is in int8_ops.cpp, the hybrid one (float input, int8 weights)
+// in hybrid.cpp; other weight types fail with "not supported yet".
 #include "deepflow/lite/kernels/gemm.h"
 #include "deepflow/lite/kernels/kernel_util.h"
 
