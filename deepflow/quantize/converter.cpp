@@ -19,7 +19,7 @@ bool contains(const std::vector<T>& v, T x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
-std::string mode_of(const ConverterOptions& o) {
+std::string mode_of(const ConverterOptions& o, bool trained_ranges) {
   const bool int8_only = o.supported_ops.size() == 1 && o.supported_ops[0] == OpsSet::kTfliteBuiltinsInt8;
   const bool integer_io = o.inference_input_type != DType::Float32 || o.inference_output_type != DType::Float32;
   if (o.optimizations.empty()) {
@@ -28,7 +28,7 @@ std::string mode_of(const ConverterOptions& o) {
              "representative dataset");
     return "float32";
   }
-  if (o.representative_dataset) return "int8";
+  if (o.representative_dataset || trained_ranges) return "int8";  // calibrated, or ranges from QAT
   DF_CHECK(!int8_only && !integer_io, "[lite::convert] an integer-only model (supported_ops TFLITE_BUILTINS_INT8, "
            "or an int8 / uint8 inference type) needs a representative dataset to calibrate the activations");
   if (contains(o.supported_types, DType::Float16)) return "float16";
@@ -39,8 +39,9 @@ std::string mode_of(const ConverterOptions& o) {
 
 Conversion convert_graph(const Graph& graph, const ConverterOptions& options) {
   Conversion c;
-  c.mode = mode_of(options);
   LiteModel m = lower_to_lite(graph, {.input_names = options.input_names, .output_names = options.output_names});
+  const bool trained = std::any_of(m.tensors.begin(), m.tensors.end(), [](const LiteTensor& t) { return t.has_range; });
+  c.mode = mode_of(options, trained);
   detail::fuse_activations(m);
   if (c.mode == "float16") {
     detail::quantize_float16(m);
@@ -48,7 +49,9 @@ Conversion convert_graph(const Graph& graph, const ConverterOptions& options) {
     detail::quantize_dynamic_range(m);
   } else if (c.mode == "int8") {
     std::vector<TensorList> kept;
-    const std::vector<detail::Range> ranges = detail::calibrate(m, options, options.report_samples, &kept);
+    const std::vector<detail::Range> ranges =
+        options.representative_dataset ? detail::calibrate(m, options, options.report_samples, &kept)
+                                       : std::vector<detail::Range>(m.tensors.size());
     LiteModel q = detail::quantize_full_integer(m, ranges, options);
     if (!kept.empty()) c.report = detail::int8_error_report(m, q, kept);
     m = std::move(q);

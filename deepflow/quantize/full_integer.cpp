@@ -200,20 +200,49 @@ LiteModel quantize_full_integer(const LiteModel& fm, const std::vector<Range>& r
              "[lite::convert] tensor '", m.tensors[size_t(op.outputs[0])].name,
              "' must take two different fixed int8 parameters");
   }
-  std::map<int32_t, Range> group_range;
+  struct GroupRange : Range {
+    bool trained = false;
+    GroupRange() = default;
+    GroupRange(double lo, double hi, bool s, bool t) : Range{lo, hi, s}, trained(t) {}
+    GroupRange& operator=(const Range& r) {
+      Range::operator=(r);
+      return *this;
+    }
+  };
+  std::map<int32_t, GroupRange> group_range;
   for (size_t t = 0; t < m.tensors.size(); ++t) {
     const LiteTensor& lt = m.tensors[t];
     if (lt.type != TT::FLOAT32 || weight[t]) continue;
     Range r = t < ranges.size() ? ranges[t] : Range{};
+    if (lt.has_range) r = {lt.range_min, lt.range_max, true};
     if (lt.constant) {
       const std::vector<float> f = lt.floats();
       if (f.empty()) continue;
       r = {*std::min_element(f.begin(), f.end()), *std::max_element(f.begin(), f.end()), true};
     }
     if (!r.seen) continue;
-    Range& g = group_range[groups.find(int32_t(t))];
-    if (!g.seen) g = r;
+    GroupRange& g = group_range[groups.find(int32_t(t))];
+    if (lt.has_range && !g.trained) g = {r.min, r.max, true, true};  // a trained range replaces calibration
+    else if (g.trained && !lt.has_range) continue;
+    else if (!g.seen) g = r;
     else g.min = std::min(g.min, r.min), g.max = std::max(g.max, r.max);
+  }
+  // Without calibration (a QAT model), values between FakeQuants (the MUL and ADD of a
+  // batch norm after an activation) get the interval their inputs' ranges bound.
+  for (const LiteOp& op : m.ops) {
+    if (op.code != Op::MUL && op.code != Op::ADD && op.code != Op::SUB) continue;
+    const int32_t out = groups.find(op.outputs[0]);
+    auto a = group_range.find(groups.find(op.inputs[0])), b = group_range.find(groups.find(op.inputs[1]));
+    if (group_range.count(out) || a == group_range.end() || b == group_range.end()) continue;
+    const double a0 = a->second.min, a1 = a->second.max, b0 = b->second.min, b1 = b->second.max;
+    Range r{0, 0, true};
+    if (op.code == Op::ADD) r.min = a0 + b0, r.max = a1 + b1;
+    if (op.code == Op::SUB) r.min = a0 - b1, r.max = a1 - b0;
+    if (op.code == Op::MUL) {
+      const double c[] = {a0 * b0, a0 * b1, a1 * b0, a1 * b1};
+      r.min = *std::min_element(c, c + 4), r.max = *std::max_element(c, c + 4);
+    }
+    group_range[out] = r;
   }
   std::vector<std::optional<Params>> params(m.tensors.size());
   for (size_t t = 0; t < m.tensors.size(); ++t) {
@@ -232,7 +261,8 @@ LiteModel quantize_full_integer(const LiteModel& fm, const std::vector<Range>& r
     const bool used = !m.consumers(int32_t(t)).empty() || m.producer(int32_t(t)) >= 0;
     if (!used) continue;
     DF_CHECK(params[t].has_value(), "[lite::convert] tensor '", lt.name,
-             "' got no values during calibration, so it has no int8 range");
+             "' has no int8 range: no FakeQuant (quantization-aware training) covers it and calibration saw no "
+             "values for it (give a representative dataset)");
     if (lt.constant) quantize_constant(lt, *params[t]);
     else {
       lt.type = TT::INT8;

@@ -33,6 +33,10 @@ struct LiteTensor {
   bool constant = false;
   std::vector<uint8_t> data;  ///< a constant's bytes (little-endian, row-major)
   LiteQuant quant;
+  /// A range fixed by quantization-aware training (a FakeQuant on this value): full integer
+  /// quantization takes it over calibration.
+  bool has_range = false;
+  double range_min = 0, range_max = 0;
 
   int64_t num_elements() const;
   /// A float32 constant's values (checked).

@@ -403,8 +403,42 @@ bool try_gelu(NodeLowering& n) {
   return false;
 }
 
+// clamped + stop_gradient(quantized - clamped), clamped = min(max(x, lo), hi) with constant
+// lo and hi: tf.quantization.fake_quant_* (python/deepflow/quantization). In the model it is x
+// itself, with [lo, hi] (the nudged range, over all channels) as its trained int8 range.
+bool try_fake_quant(NodeLowering& n) {
+  if (n.node.op != OpId::Add) return false;
+  const Lowering& l = n.l;
+  const ValueRef c = l.skip_identities(n.in_value(0));
+  const Node& sg = l.producer(n.in_value(1));
+  if (sg.op != OpId::StopGradient) return false;
+  const Node* sub = single_use_producer(n, sg.inputs[0], OpId::Sub);
+  if (!sub || !(l.skip_identities(sub->inputs[1]) == c)) return false;
+  const Node& mn = l.producer(c);
+  if (mn.op != OpId::Minimum) return false;
+  const Node& mx = l.producer(l.skip_identities(mn.inputs[0]));
+  auto hi = l.constant(l.skip_identities(mn.inputs[1]));
+  if (mx.op != OpId::Maximum || !hi) return false;
+  auto lo = l.constant(l.skip_identities(mx.inputs[1]));
+  if (!lo) return false;
+  std::vector<double> lv, hv;
+  {
+    BuildScopeGuard eager(nullptr);
+    lv = cast(*lo, DType::Float64).to_vector<double>();
+    hv = cast(*hi, DType::Float64).to_vector<double>();
+  }
+  const int32_t x = n.l.tensor(mx.inputs[0]);
+  LiteTensor& t = n.l.model().tensors[size_t(x)];
+  const double tmin = *std::min_element(lv.begin(), lv.end()), tmax = *std::max_element(hv.begin(), hv.end());
+  t.range_min = t.has_range ? std::min(t.range_min, tmin) : tmin;
+  t.range_max = t.has_range ? std::max(t.range_max, tmax) : tmax;
+  t.has_range = true;
+  n.l.set_output({n.id, 0}, x);
+  return true;
+}
+
 void binary(NodeLowering& n) {
-  if (try_softmax(n) || try_mean(n) || try_relu6(n) || try_gelu(n)) return;
+  if (try_fake_quant(n) || try_softmax(n) || try_mean(n) || try_relu6(n) || try_gelu(n)) return;
   n.emit(binary_ops().at(n.node.op), {n.in(0), n.in(1)}, {n.out()});
 }
 

@@ -38,7 +38,7 @@ from ._op_library import load_op_library  # noqa: F401
 from . import data, io  # noqa: F401
 from .io._sparse import SparseTensor, SparseTensorSpec  # noqa: F401,E402
 from ._module import Module  # noqa: F401,E402
-from . import debugging, lite, saved_model, train  # noqa: F401,E402
+from . import debugging, lite, quantization, saved_model, train  # noqa: F401,E402
 from ._autograph_api import autograph  # noqa: E402  (tf.autograph; deepflow's ops as its backend)
 
 __version__ = "2.21.0"  # the TensorFlow API version this package follows

@@ -2,7 +2,10 @@
 """Post-training quantization keeps an MNIST CNN's accuracy: the CNN is trained here for one
 epoch (deepflow's Keras), converted by tf.lite.TFLiteConverter, and the 10,000 test images run
 in deepflow_lite: full-integer int8 within 0.5 accuracy points of float32, dynamic range
-within 0.5, float16 weights within 0.1 and at most 0.52x the float32 file's size.
+within 0.5, float16 weights within 0.1 and at most 0.52x the float32 file's size; after one
+epoch of quantization-aware training (tf.quantization.keras.quantize_model), the int8 file
+converted with the learned ranges (no representative dataset) within 0.2 points of the
+QAT model in float.
 bench/lite/quantization.py is the longer study (latencies, LiteRT, docs/quantization.md)."""
 import numpy as np
 import pytest
@@ -28,7 +31,7 @@ def mnist_model():
     model = keras.Model(inp, keras.layers.Dense(10, activation="softmax")(h))
     model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     model.fit(x_train, y_train, batch_size=128, epochs=1, verbose=0)
-    return model, x_train[:200], x_test, y_test
+    return model, x_train, y_train, x_test, y_test
 
 
 def _accuracy(content, x, y, batch=1000):
@@ -45,7 +48,8 @@ def _accuracy(content, x, y, batch=1000):
 
 
 def test_post_training_quantization_keeps_accuracy(mnist_model):
-    model, calib, x_test, y_test = mnist_model
+    model, x_train, _, x_test, y_test = mnist_model
+    calib = x_train[:200]
     results = {}
     for mode in ("float32", "float16", "dynamic_range", "int8"):
         c = tf.lite.TFLiteConverter.from_keras_model(model)
@@ -64,3 +68,18 @@ def test_post_training_quantization_keeps_accuracy(mnist_model):
     assert abs(results["float16"][1] - acc32) <= 0.1, results
     assert abs(results["dynamic_range"][1] - acc32) <= 0.5, results
     assert abs(results["int8"][1] - acc32) <= 0.5, results
+
+
+def test_quantization_aware_training_keeps_accuracy(mnist_model):
+    model, x_train, y_train, x_test, y_test = mnist_model   # the last test: QAT fine-tunes model's weights
+    qat = tf.quantization.keras.quantize_model(model)
+    qat.compile(optimizer=keras.optimizers.Adam(1e-4), loss="sparse_categorical_crossentropy")
+    qat.fit(x_train, y_train, batch_size=128, epochs=1, verbose=0)
+    c = tf.lite.TFLiteConverter.from_keras_model(qat)
+    c.optimizations = [tf.lite.Optimize.DEFAULT]
+    int8 = c.convert()
+    assert c.conversion_mode == "int8"
+    qat_float = _accuracy(tf.lite.TFLiteConverter.from_keras_model(qat).convert(), x_test, y_test)
+    qat_int8 = _accuracy(int8, x_test, y_test)
+    assert qat_float > 95.0
+    assert abs(qat_int8 - qat_float) <= 0.2, (qat_int8, qat_float)
