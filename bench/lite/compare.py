@@ -2,13 +2,16 @@
 """Issue 20's interpreter figures: deepflow_lite against LiteRT 2.3 (ai-edge-litert, its
 default XNNPACK delegate) on the same .tflite files, 1 and 2 threads, medians, one run:
 
-  lite/<model>/t<threads>   invoke() at batch 1: `deepflow lite benchmark` vs LiteRT's
-                            Interpreter.invoke (set_tensor not timed on either side)
+  lite/<model>/<mode>/t<threads>   invoke() at batch 1: `deepflow lite benchmark` vs
+                                   LiteRT's Interpreter.invoke (set_tensor not timed)
+  lite/<model>/int8_vs_float/t<n>  deepflow's own int8 speed-up: float32 median / int8 median
 
-The files are written by TensorFlow 2.21's converter (float32) into <build>/lite-bench/:
-MobileNetV2 224 (keras.applications, weights=None, fixed seed) and an MNIST-shaped CNN.
+The files are written by TensorFlow 2.21's converter into <build>/lite-bench/, each model in
+float32 and in full integer int8 (calibrated on 8 random inputs: speed does not depend on the
+ranges; int8 kernels, float interface through QUANTIZE / DEQUANTIZE): MobileNetV2 224
+(keras.applications, weights=None, fixed seed), an MNIST-shaped CNN and an MLP (784-1024-1024-10).
 
-  .venv-peers/bin/python bench/lite/compare.py [build] [--runs N] [--models a,b]
+  .venv-peers/bin/python bench/lite/compare.py [build] [--runs N] [--models a,b] [--modes float32,int8]
 
 Prints one row per figure (ratio = LiteRT's median / deepflow's: > 1 means deepflow is
 faster) and writes <build>/lite-bench.json. LiteRT runs with OPENBLAS_* unset."""
@@ -36,16 +39,29 @@ def make_models(out):
             keras.layers.MaxPooling2D(), keras.layers.Conv2D(64, 3, activation="relu"),
             keras.layers.MaxPooling2D(), keras.layers.Flatten(), keras.layers.Dense(128, activation="relu"),
             keras.layers.Dense(10, activation="softmax")]),
+        "mlp": lambda: keras.Sequential([
+            keras.Input((784,)), keras.layers.Dense(1024, activation="relu"),
+            keras.layers.Dense(1024, activation="relu"), keras.layers.Dense(10)]),
     }
+    import numpy as np
     for name, build in builders.items():
-        path = os.path.join(out, name + ".tflite")
-        if not os.path.exists(path):
-            keras.utils.set_random_seed(1)
-            content = tf.lite.TFLiteConverter.from_keras_model(build()).convert()
-            with open(path + ".tmp", "wb") as f:
-                f.write(content)
-            os.replace(path + ".tmp", path)
-        paths[name] = path
+        for mode in ("float32", "int8"):
+            path = os.path.join(out, f"{name}_{mode}.tflite")
+            if not os.path.exists(path):
+                keras.utils.set_random_seed(1)
+                model = build()
+                converter = tf.lite.TFLiteConverter.from_keras_model(model)
+                if mode == "int8":
+                    shape = (1,) + tuple(model.input_shape[1:])
+                    rng = np.random.default_rng(0)
+                    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+                    converter.representative_dataset = lambda: ([rng.random(shape, dtype=np.float32)] for _ in range(8))
+                    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+                content = converter.convert()
+                with open(path + ".tmp", "wb") as f:
+                    f.write(content)
+                os.replace(path + ".tmp", path)
+            paths[(name, mode)] = path
     return paths
 
 
@@ -76,6 +92,7 @@ def main(argv):
     build = os.path.join(ROOT, "build")
     runs = 30
     models = None
+    modes = ("float32", "int8")
     args = list(argv)
     while args:
         a = args.pop(0)
@@ -83,21 +100,29 @@ def main(argv):
             runs = int(args.pop(0))
         elif a == "--models":
             models = args.pop(0).split(",")
+        elif a == "--modes":
+            modes = args.pop(0).split(",")
         else:
             build = os.path.abspath(a)
     out_dir = os.path.join(build, "lite-bench")
     os.makedirs(out_dir, exist_ok=True)
     paths = make_models(out_dir)
     rows = {}
-    for name, path in paths.items():
-        if models and name not in models:
+    for (name, mode), path in paths.items():
+        if (models and name not in models) or mode not in modes:
             continue
         for threads in (1, 2):
             ours = deepflow_median(build, path, threads, runs)
             theirs = litert_median(path, threads, runs)
-            key = f"lite/{name}/t{threads}"
+            key = f"lite/{name}/{mode}/t{threads}"
             rows[key] = {"deepflow_ms": ours, "litert_ms": theirs, "ratio": theirs / ours}
-            print(f"{key:28s} deepflow {ours:9.3f} ms   LiteRT {theirs:9.3f} ms   {theirs / ours:5.2f}x", flush=True)
+            print(f"{key:36s} deepflow {ours:9.3f} ms   LiteRT {theirs:9.3f} ms   {theirs / ours:5.2f}x", flush=True)
+            f32 = rows.get(f"lite/{name}/float32/t{threads}")
+            if mode == "int8" and f32:
+                key = f"lite/{name}/int8_vs_float/t{threads}"
+                rows[key] = {"ratio": f32["deepflow_ms"] / ours}
+                print(f"{key:36s} deepflow float32 {f32['deepflow_ms']:9.3f} ms / int8 {ours:9.3f} ms = "
+                      f"{f32['deepflow_ms'] / ours:5.2f}x", flush=True)
     with open(os.path.join(build, "lite-bench.json"), "w") as f:
         json.dump(rows, f, indent=1)
 

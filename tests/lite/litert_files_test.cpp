@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "deepflow/lite/interpreter.h"
+#include "deepflow/lite/kernels/gemm.h"
 #include "lite_test_util.h"
 
 namespace deepflow::lite {
@@ -93,6 +94,26 @@ void run_cases(bool real, size_t at_least) {
 TEST(LiteRtFiles, ConverterFilesMatchLiteRt) {
   DEEPFLOW_NEED_LITERT_CASES();
   run_cases(false, 70);
+}
+
+TEST(LiteRtFiles, Int8FilesMatchLiteRtOnBothKernelSets) {
+  // The fast int8 kernels (VNNI where the CPU has it) and the portable ones: the same bytes.
+  DEEPFLOW_NEED_LITERT_CASES();
+  const Simd before = simd();
+  const json cases = testing::litert_cases();
+  size_t count = 0;
+  for (Simd isa : {Simd::kAvx2, Simd::kAvx512}) {
+    set_simd(isa);
+    for (const auto& [name, c] : cases.items()) {
+      if (name.find("_int8_") == std::string::npos) continue;
+      ++count;
+      SCOPED_TRACE(std::string(isa == Simd::kAvx2 ? "portable" : "simd") + " kernels");
+      run_case(name, c, 1);
+      if (HasFatalFailure()) break;
+    }
+  }
+  set_simd(before);
+  EXPECT_GE(count, 12u);
 }
 
 TEST(LiteRtFiles, PackagedFilesMatchLiteRt) {

@@ -10,246 +10,13 @@
 
 #include "deepflow/lite/kernels/fixed_point.h"
 #include "deepflow/lite/kernels/kernel_util.h"
-#include "deepflow/lite/kernels/quant_math.h"
+#include "deepflow/lite/kernels/gemm_int8.h"
+#include "deepflow/lite/kernels/int8_util.h"
+#include "deepflow/lite/kernels/requant_simd.h"
 
 namespace deepflow::lite {
 
 namespace {
-
-constexpr int kQMin = -128;
-constexpr int kQMax = 127;
-
-int32_t zero_point(const Tensor& t) { return t.quant.zero_point.empty() ? 0 : static_cast<int32_t>(t.quant.zero_point[0]); }
-
-void require_int8(const OpContext& ctx, const Tensor& t, const char* what) {
-  DF_LITE_OP_CHECK(ctx, t.type == DType::kInt8 && t.quantized(), what, " '", t.name, "' is ", dtype_name(t.type),
-                   t.quantized() ? "" : " without quantization parameters", "; expected quantized INT8");
-}
-
-// The int8 range a fused activation clamps to: Q(f) = zp + round(f / scale), in float.
-struct IntRange {
-  int32_t lo = kQMin, hi = kQMax;
-};
-IntRange activation_range_q(fb::ActivationFunctionType act, const Tensor& out) {
-  const float s = out.quant.scale[0];
-  const int32_t zp = zero_point(out);
-  auto q = [&](float f) { return zp + static_cast<int32_t>(std::round(f / s)); };
-  IntRange r;
-  switch (act) {
-    case fb::ActivationFunctionType::RELU: r.lo = std::max(kQMin, q(0.f)); break;
-    case fb::ActivationFunctionType::RELU6:
-      r.lo = std::max(kQMin, q(0.f));
-      r.hi = std::min(kQMax, q(6.f));
-      break;
-    case fb::ActivationFunctionType::RELU_N1_TO_1:
-      r.lo = std::max(kQMin, q(-1.f));
-      r.hi = std::min(kQMax, q(1.f));
-      break;
-    default: break;  // NONE; TANH and SIGN_BIT are ignored on quantized outputs, as in LiteRT
-  }
-  return r;
-}
-
-// Per output channel multipliers s_in * s_w[c] / s_out (in double, from the file's floats).
-std::vector<QuantizedMultiplier> channel_multipliers(const OpContext& ctx, const Tensor& in, const Tensor& w,
-                                                     const Tensor& out, int channels) {
-  const size_t n = w.quant.scale.size();
-  DF_LITE_OP_CHECK(ctx, n == 1 || static_cast<int>(n) == channels, "filter '", w.name, "' has ", n, " scales for ",
-                   channels, " output channels");
-  std::vector<QuantizedMultiplier> m(static_cast<size_t>(channels));
-  for (int c = 0; c < channels; ++c) {
-    const double real = static_cast<double>(in.quant.scale[0]) * static_cast<double>(w.quant.scale[n == 1 ? 0 : static_cast<size_t>(c)]) /
-                        static_cast<double>(out.quant.scale[0]);
-    m[static_cast<size_t>(c)] = quantize_multiplier(real);
-  }
-  return m;
-}
-
-const int32_t* int32_bias(const OpContext& ctx, int index, int channels) {
-  if (!ctx.has_input(index)) return nullptr;
-  const Tensor& b = ctx.input(index);
-  check_type(ctx, b, DType::kInt32, "bias");
-  DF_LITE_OP_CHECK(ctx, b.num_elements() == channels, "bias '", b.name, "' has ", b.num_elements(), " values for ",
-                   channels, " channels");
-  return b.data<int32_t>();
-}
-
-inline int8_t requantize(int32_t acc, QuantizedMultiplier m, int32_t zp_out, IntRange r) {
-  const int32_t v = multiply_by_quantized_multiplier(acc, m) + zp_out;
-  return static_cast<int8_t>(std::min(std::max(v, r.lo), r.hi));
-}
-
-// FULLY_CONNECTED's requantization rounds once (quant_math.h: ruy's GEMM in LiteRT).
-inline int8_t requantize_once(int32_t acc, QuantizedMultiplier m, int32_t zp_out, IntRange r) {
-  const int32_t v = multiply_by_quantized_multiplier_single_rounding(acc, m) + zp_out;
-  return static_cast<int8_t>(std::min(std::max(v, r.lo), r.hi));
-}
-
-// CONV_2D (groups as in the float kernel) and DEPTHWISE_CONV_2D, NHWC / OHWI (1HWC).
-class ConvInt8 final : public Kernel {
- public:
-  ConvInt8(const OpContext& ctx, bool depthwise) : depthwise_(depthwise) {
-    if (depthwise) {
-      const auto* o = ctx.options<fb::DepthwiseConv2DOptions>();
-      DF_LITE_OP_CHECK(ctx, o, "has no DepthwiseConv2DOptions");
-      padding_ = o->padding(), sh_ = o->stride_h(), sw_ = o->stride_w(), dh_ = o->dilation_h_factor(),
-      dw_ = o->dilation_w_factor(), act_ = o->fused_activation_function();
-    } else {
-      const auto* o = ctx.options<fb::Conv2DOptions>();
-      DF_LITE_OP_CHECK(ctx, o, "has no Conv2DOptions");
-      padding_ = o->padding(), sh_ = o->stride_h(), sw_ = o->stride_w(), dh_ = o->dilation_h_factor(),
-      dw_ = o->dilation_w_factor(), act_ = o->fused_activation_function();
-    }
-  }
-  void prepare(OpContext& ctx) override {
-    const Tensor& x = ctx.input(0);
-    const Tensor& w = ctx.input(1);
-    Tensor& y = ctx.output(0);
-    require_int8(ctx, x, "input");
-    require_int8(ctx, w, "filter");
-    require_int8(ctx, y, "output");
-    check_rank(ctx, x, 4, "input");
-    check_rank(ctx, w, 4, "filter");
-    for (int64_t z : w.quant.zero_point)
-      DF_LITE_OP_CHECK(ctx, z == 0, "filter '", w.name, "' has zero point ", z, "; int8 filters are symmetric");
-    kh_ = w.dim(1), kw_ = w.dim(2);
-    const int cin = x.dim(3);
-    oc_ = depthwise_ ? w.dim(3) : w.dim(0);
-    if (depthwise_) {
-      DF_LITE_OP_CHECK(ctx, oc_ % cin == 0, "filter ", shape_string(w.shape), " for ", cin, " input channels");
-      mult_ = oc_ / cin;
-    } else {
-      DF_LITE_OP_CHECK(ctx, w.dim(3) > 0 && cin % w.dim(3) == 0 && oc_ % (cin / w.dim(3)) == 0, "filter ",
-                       shape_string(w.shape), " for input ", shape_string(x.shape));
-      groups_ = cin / w.dim(3);
-    }
-    const PaddedDim ph = padded_dim(ctx, padding_, x.dim(1), kh_, sh_, dh_);
-    const PaddedDim pw = padded_dim(ctx, padding_, x.dim(2), kw_, sw_, dw_);
-    pad_top_ = ph.pad_before, pad_left_ = pw.pad_before;
-    mult_q_ = channel_multipliers(ctx, x, w, y, oc_);
-    range_ = activation_range_q(act_, y);
-    ctx.resize_output(0, {x.dim(0), ph.out, pw.out, oc_});
-  }
-  void eval(OpContext& ctx) override {
-    const Tensor& x = ctx.input(0);
-    const Tensor& w = ctx.input(1);
-    Tensor& y = ctx.output(0);
-    const int32_t* bias = int32_bias(ctx, 2, oc_);
-    const int8_t* in = x.data<int8_t>();
-    const int8_t* filt = w.data<int8_t>();
-    int8_t* out = y.data<int8_t>();
-    const int32_t in_off = -zero_point(x), zp_out = zero_point(y);
-    const int n = x.dim(0), ih = x.dim(1), iw = x.dim(2), cin = x.dim(3), oh = y.dim(1), ow = y.dim(2);
-    const int fin = depthwise_ ? 1 : w.dim(3);
-    const int per_group = depthwise_ ? 0 : oc_ / groups_;
-    ctx.pool().parallel_for(static_cast<int64_t>(n) * oh, 1, [&](int64_t lo, int64_t hi) {
-      for (int64_t row = lo; row < hi; ++row) {
-        const int b = static_cast<int>(row / oh), oy = static_cast<int>(row % oh);
-        for (int ox = 0; ox < ow; ++ox) {
-          int8_t* dst = out + ((static_cast<int64_t>(b) * oh + oy) * ow + ox) * oc_;
-          for (int oc = 0; oc < oc_; ++oc) {
-            int32_t acc = 0;
-            for (int ky = 0; ky < kh_; ++ky) {
-              const int iy = oy * sh_ - pad_top_ + dh_ * ky;
-              if (iy < 0 || iy >= ih) continue;
-              for (int kx = 0; kx < kw_; ++kx) {
-                const int ix = ox * sw_ - pad_left_ + dw_ * kx;
-                if (ix < 0 || ix >= iw) continue;
-                const int8_t* src = in + ((static_cast<int64_t>(b) * ih + iy) * iw + ix) * cin;
-                if (depthwise_) {
-                  acc += (src[oc / mult_] + in_off) * filt[(static_cast<int64_t>(ky) * kw_ + kx) * oc_ + oc];
-                } else {
-                  const int8_t* f = filt + ((static_cast<int64_t>(oc) * kh_ + ky) * kw_ + kx) * fin;
-                  const int8_t* s = src + (oc / per_group) * fin;
-                  for (int ic = 0; ic < fin; ++ic) acc += (s[ic] + in_off) * f[ic];
-                }
-              }
-            }
-            if (bias) acc += bias[oc];
-            dst[oc] = requantize(acc, mult_q_[static_cast<size_t>(oc)], zp_out, range_);
-          }
-        }
-      }
-    });
-  }
-
- private:
-  bool depthwise_;
-  fb::Padding padding_ = fb::Padding::SAME;
-  int sh_ = 1, sw_ = 1, dh_ = 1, dw_ = 1, kh_ = 1, kw_ = 1, oc_ = 0, mult_ = 1, groups_ = 1;
-  int pad_top_ = 0, pad_left_ = 0;
-  fb::ActivationFunctionType act_ = fb::ActivationFunctionType::NONE;
-  std::vector<QuantizedMultiplier> mult_q_;
-  IntRange range_;
-};
-
-class FullyConnectedInt8 final : public Kernel {
- public:
-  explicit FullyConnectedInt8(const OpContext& ctx) {
-    if (const auto* o = ctx.options<fb::FullyConnectedOptions>()) {
-      act_ = o->fused_activation_function();
-      keep_dims_ = o->keep_num_dims();
-      DF_LITE_OP_CHECK(ctx, o->weights_format() == fb::FullyConnectedOptionsWeightsFormat::DEFAULT,
-                       "weights_format SHUFFLED4x16INT8 is not supported");
-    }
-  }
-  void prepare(OpContext& ctx) override {
-    const Tensor& x = ctx.input(0);
-    const Tensor& w = ctx.input(1);
-    Tensor& y = ctx.output(0);
-    require_int8(ctx, x, "input");
-    require_int8(ctx, w, "weights");
-    require_int8(ctx, y, "output");
-    check_rank(ctx, w, 2, "weights");
-    out_ = w.dim(0), in_ = w.dim(1);
-    DF_LITE_OP_CHECK(ctx, in_ > 0 && x.num_elements() % in_ == 0, "input ", shape_string(x.shape), " for weights ",
-                     shape_string(w.shape));
-    for (int64_t z : w.quant.zero_point)
-      DF_LITE_OP_CHECK(ctx, z == 0, "weights '", w.name, "' have zero point ", z, "; int8 weights are symmetric");
-    batches_ = x.num_elements() / in_;
-    mult_q_ = channel_multipliers(ctx, x, w, y, out_);
-    range_ = activation_range_q(act_, y);
-    if (keep_dims_) {
-      std::vector<int> shape = x.shape;
-      shape.back() = out_;
-      ctx.resize_output(0, shape);
-    } else {
-      ctx.resize_output(0, {static_cast<int>(batches_), out_});
-    }
-  }
-  void eval(OpContext& ctx) override {
-    const Tensor& x = ctx.input(0);
-    const Tensor& w = ctx.input(1);
-    Tensor& y = ctx.output(0);
-    const int32_t* bias = int32_bias(ctx, 2, out_);
-    const int8_t* in = x.data<int8_t>();
-    const int8_t* wt = w.data<int8_t>();
-    int8_t* out = y.data<int8_t>();
-    const int32_t in_off = -zero_point(x), zp_out = zero_point(y);
-    ctx.pool().parallel_for(batches_ * out_, 64, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) {
-        const int64_t b = i / out_;
-        const int o = static_cast<int>(i % out_);
-        const int8_t* xr = in + b * in_;
-        const int8_t* wr = wt + static_cast<int64_t>(o) * in_;
-        int32_t acc = 0;
-        for (int k = 0; k < in_; ++k) acc += (xr[k] + in_off) * wr[k];
-        if (bias) acc += bias[o];
-        out[i] = requantize_once(acc, mult_q_[static_cast<size_t>(o)], zp_out, range_);
-      }
-    });
-  }
-
- private:
-  fb::ActivationFunctionType act_ = fb::ActivationFunctionType::NONE;
-  bool keep_dims_ = false;
-  int out_ = 0, in_ = 0;
-  int64_t batches_ = 0;
-  std::vector<QuantizedMultiplier> mult_q_;
-  IntRange range_;
-};
-
-// The NumPy broadcast of two shapes.
 std::vector<int> broadcast_shape(const OpContext& ctx, const Tensor& a, const Tensor& b) {
   const size_t rank = std::max(a.shape.size(), b.shape.size());
   std::vector<int> out(rank), da(rank, 1), db(rank, 1);
@@ -264,6 +31,53 @@ std::vector<int> broadcast_shape(const OpContext& ctx, const Tensor& a, const Te
 }
 
 enum class Arith { kAdd, kMul };
+
+// ADD and MUL's parameters, as the element loops need them.
+struct ArithParams {
+  int32_t za, zb, zo;
+  QuantizedMultiplier m1, m2, mo;  // ADD: inputs (after the left shift of 20), then output; MUL: mo
+  IntRange range;
+};
+constexpr int kAddLeftShift = 20;
+
+inline int8_t arith_one(Arith op, int32_t a, int32_t b, const ArithParams& p) {
+  const int32_t x1 = a - p.za, x2 = b - p.zb;
+  int32_t v;
+  if (op == Arith::kAdd) {
+    const int32_t w1 = multiply_by_quantized_multiplier(x1 * (1 << kAddLeftShift), p.m1);
+    const int32_t w2 = multiply_by_quantized_multiplier(x2 * (1 << kAddLeftShift), p.m2);
+    v = multiply_by_quantized_multiplier(w1 + w2, p.mo) + p.zo;
+  } else {
+    v = multiply_by_quantized_multiplier(x1 * x2, p.mo) + p.zo;
+  }
+  return static_cast<int8_t>(std::min(std::max(v, p.range.lo), p.range.hi));
+}
+
+#if DF_LITE_VNNI_BUILD
+DF_LITE_INTRINSICS_BEGIN
+// Inputs of the output's shape: 16 elements per step, the same arithmetic lane by lane.
+DF_LITE_VNNI void arith_flat_vnni(Arith op, const int8_t* a, const int8_t* b, int8_t* y, int64_t n, const ArithParams& p) {
+  const RequantLanes l1 = requant_lanes_uniform(p.m1, false, 0, kQMin, kQMax);
+  const RequantLanes l2 = requant_lanes_uniform(p.m2, false, 0, kQMin, kQMax);
+  const RequantLanes lo = requant_lanes_uniform(p.mo, false, p.zo, p.range.lo, p.range.hi);
+  const __m512i za = _mm512_set1_epi32(p.za), zb = _mm512_set1_epi32(p.zb);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m512i x1 = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, a + i)), za);
+    const __m512i x2 = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, b + i)), zb);
+    __m512i v;
+    if (op == Arith::kAdd) {
+      const __m512i w1 = multiply_lanes<false, true>(_mm512_slli_epi32(x1, kAddLeftShift), l1);
+      const __m512i w2 = multiply_lanes<false, true>(_mm512_slli_epi32(x2, kAddLeftShift), l2);
+      v = multiply_lanes<false, true>(_mm512_add_epi32(w1, w2), lo);
+    } else {
+      v = multiply_lanes<false, true>(_mm512_mullo_epi32(x1, x2), lo);
+    }
+    _mm_mask_storeu_epi8(y + i, m, clamp_to_int8(v, lo));
+  }
+}
+DF_LITE_INTRINSICS_END
+#endif
 
 class ArithInt8 final : public Kernel {
  public:
@@ -286,7 +100,7 @@ class ArithInt8 final : public Kernel {
       const double twice_max = static_cast<double>(2.f * std::max(a.quant.scale[0], b.quant.scale[0]));
       m1_ = quantize_multiplier(s1 / twice_max);
       m2_ = quantize_multiplier(s2 / twice_max);
-      mo_ = quantize_multiplier(twice_max / ((1 << kLeftShift) * so));
+      mo_ = quantize_multiplier(twice_max / ((1 << kAddLeftShift) * so));
     } else {
       mo_ = quantize_multiplier(s1 * s2 / so);
     }
@@ -296,6 +110,23 @@ class ArithInt8 final : public Kernel {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     Tensor& y = ctx.output(0);
+    const ArithParams p{zero_point(a), zero_point(b), zero_point(y), m1_, m2_, mo_, range_};
+    const int8_t* pa = a.data<int8_t>();
+    const int8_t* pb = b.data<int8_t>();
+    int8_t* out = y.data<int8_t>();
+    const int64_t n = y.num_elements();
+    if (a.shape == y.shape && b.shape == y.shape) {
+      // No broadcast (a residual connection): one flat pass, cut between threads.
+      const bool vnni = int8_vnni();
+      ctx.pool().parallel_for((n + 15) / 16, 1024, [&](int64_t lo, int64_t hi) {
+        const int64_t begin = lo * 16, end = std::min(n, hi * 16);
+#if DF_LITE_VNNI_BUILD
+        if (vnni) return arith_flat_vnni(op_, pa + begin, pb + begin, out + begin, end - begin, p);
+#endif
+        for (int64_t i = begin; i < end; ++i) out[i] = arith_one(op_, pa[i], pb[i], p);
+      });
+      return;
+    }
     const int rank = y.rank();
     std::vector<int64_t> sa(static_cast<size_t>(rank), 0), sb(static_cast<size_t>(rank), 0);
     auto strides = [&](const Tensor& t, std::vector<int64_t>& s) {
@@ -308,11 +139,7 @@ class ArithInt8 final : public Kernel {
     };
     strides(a, sa);
     strides(b, sb);
-    const int32_t za = zero_point(a), zb = zero_point(b), zo = zero_point(y);
-    const int8_t* pa = a.data<int8_t>();
-    const int8_t* pb = b.data<int8_t>();
-    int8_t* out = y.data<int8_t>();
-    for (int64_t i = 0, n = y.num_elements(); i < n; ++i) {
+    for (int64_t i = 0; i < n; ++i) {
       int64_t rest = i, oa = 0, ob = 0;
       for (int d = rank - 1; d >= 0; --d) {
         const int64_t k = rest % y.dim(d);
@@ -320,21 +147,11 @@ class ArithInt8 final : public Kernel {
         oa += k * sa[static_cast<size_t>(d)];
         ob += k * sb[static_cast<size_t>(d)];
       }
-      const int32_t x1 = pa[oa] - za, x2 = pb[ob] - zb;
-      int32_t v;
-      if (op_ == Arith::kAdd) {
-        const int32_t w1 = multiply_by_quantized_multiplier(x1 * (1 << kLeftShift), m1_);
-        const int32_t w2 = multiply_by_quantized_multiplier(x2 * (1 << kLeftShift), m2_);
-        v = multiply_by_quantized_multiplier(w1 + w2, mo_) + zo;
-      } else {
-        v = multiply_by_quantized_multiplier(x1 * x2, mo_) + zo;
-      }
-      out[i] = static_cast<int8_t>(std::min(std::max(v, range_.lo), range_.hi));
+      out[i] = arith_one(op_, pa[oa], pb[ob], p);
     }
   }
 
  private:
-  static constexpr int kLeftShift = 20;
   Arith op_;
   fb::ActivationFunctionType act_ = fb::ActivationFunctionType::NONE;
   QuantizedMultiplier m1_, m2_, mo_;
@@ -367,25 +184,42 @@ class PoolInt8 final : public Kernel {
     const int ih = x.dim(1), iw = x.dim(2), c = x.dim(3), oh = y.dim(1), ow = y.dim(2);
     const int8_t* in = x.data<int8_t>();
     int8_t* out = y.data<int8_t>();
-    for (int b = 0; b < x.dim(0); ++b)
-      for (int oy = 0; oy < oh; ++oy)
+    const int8_t lo = static_cast<int8_t>(range_.lo), hi = static_cast<int8_t>(range_.hi);
+    // Channels innermost (NHWC's contiguous run), so the loops vectorize; rows split between threads.
+    ctx.pool().parallel_for(static_cast<int64_t>(x.dim(0)) * oh, 4, [&](int64_t r0, int64_t r1) {
+      std::vector<int32_t> sum(max_ ? 0 : static_cast<size_t>(c));
+      for (int64_t r = r0; r < r1; ++r) {
+        const int b = static_cast<int>(r / oh), oy = static_cast<int>(r % oh);
         for (int ox = 0; ox < ow; ++ox) {
           // The window clamped to the image: padded cells are not counted.
           const int y0 = std::max(oy * sh_ - pad_top_, 0), y1 = std::min(oy * sh_ - pad_top_ + fh_, ih);
           const int x0 = std::max(ox * sw_ - pad_left_, 0), x1 = std::min(ox * sw_ - pad_left_ + fw_, iw);
           const int count = (y1 - y0) * (x1 - x0);
-          for (int k = 0; k < c; ++k) {
-            int32_t acc = max_ ? kQMin : 0;
+          int8_t* dst = out + (r * ow + ox) * c;
+          if (max_) {
+            std::fill(dst, dst + c, static_cast<int8_t>(kQMin));
             for (int iy = y0; iy < y1; ++iy)
               for (int ix = x0; ix < x1; ++ix) {
-                const int32_t v = in[((static_cast<int64_t>(b) * ih + iy) * iw + ix) * c + k];
-                acc = max_ ? std::max(acc, v) : acc + v;
+                const int8_t* src = in + ((static_cast<int64_t>(b) * ih + iy) * iw + ix) * c;
+                for (int k = 0; k < c; ++k) dst[k] = std::max(dst[k], src[k]);
               }
-            if (!max_) acc = count ? (acc > 0 ? acc + count / 2 : acc - count / 2) / count : 0;
-            out[((static_cast<int64_t>(b) * oh + oy) * ow + ox) * c + k] =
-                static_cast<int8_t>(std::min(std::max(acc, range_.lo), range_.hi));
+            for (int k = 0; k < c; ++k) dst[k] = std::min(std::max(dst[k], lo), hi);
+            continue;
+          }
+          std::fill(sum.begin(), sum.end(), 0);
+          for (int iy = y0; iy < y1; ++iy)
+            for (int ix = x0; ix < x1; ++ix) {
+              const int8_t* src = in + ((static_cast<int64_t>(b) * ih + iy) * iw + ix) * c;
+              for (int k = 0; k < c; ++k) sum[static_cast<size_t>(k)] += src[k];
+            }
+          for (int k = 0; k < c; ++k) {
+            int32_t acc = sum[static_cast<size_t>(k)];
+            acc = count ? (acc > 0 ? acc + count / 2 : acc - count / 2) / count : 0;
+            dst[k] = static_cast<int8_t>(std::min(std::max(acc, range_.lo), range_.hi));
           }
         }
+      }
+    });
   }
 
  private:
@@ -556,9 +390,9 @@ void wrap(OpResolver& r, fb::BuiltinOperator code, F make_int8) {
 
 void register_int8_kernels(OpResolver& r) {
   using B = fb::BuiltinOperator;
-  wrap(r, B::CONV_2D, [](const OpContext& c) { return std::unique_ptr<Kernel>(new ConvInt8(c, false)); });
-  wrap(r, B::DEPTHWISE_CONV_2D, [](const OpContext& c) { return std::unique_ptr<Kernel>(new ConvInt8(c, true)); });
-  wrap(r, B::FULLY_CONNECTED, [](const OpContext& c) { return std::unique_ptr<Kernel>(new FullyConnectedInt8(c)); });
+  wrap(r, B::CONV_2D, [](const OpContext& c) { return make_conv_int8(c, false); });
+  wrap(r, B::DEPTHWISE_CONV_2D, [](const OpContext& c) { return make_conv_int8(c, true); });
+  wrap(r, B::FULLY_CONNECTED, [](const OpContext& c) { return make_fully_connected_int8(c); });
   wrap(r, B::ADD, [](const OpContext& c) { return std::unique_ptr<Kernel>(new ArithInt8(c, Arith::kAdd)); });
   wrap(r, B::MUL, [](const OpContext& c) { return std::unique_ptr<Kernel>(new ArithInt8(c, Arith::kMul)); });
   wrap(r, B::MAX_POOL_2D, [](const OpContext& c) { return std::unique_ptr<Kernel>(new PoolInt8(c, true)); });

@@ -7,7 +7,14 @@
 #include <cmath>
 #include <cstring>
 
+#include "deepflow/lite/kernels/gemm.h"
 #include "deepflow/lite/kernels/kernel_util.h"
+#include "deepflow/lite/kernels/requant_simd.h"
+
+#if DF_LITE_VNNI_BUILD
+#define DF_LITE_X86_QUANT 1
+#define DF_LITE_AVX512_QUANT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+#endif
 
 namespace deepflow::lite {
 
@@ -88,6 +95,40 @@ class Dequantize final : public Kernel {
   }
 };
 
+#if DF_LITE_X86_QUANT
+DF_LITE_INTRINSICS_BEGIN
+// float -> int8 / uint8 as the scalar loop: zp + round(x / scale) (IEEE division, rounding
+// half away from zero: trunc, plus one step where the remainder is at least one half),
+// clamped. The value is clamped in float first so that huge values and NaN (which max_ps
+// replaces by the bound, as the scalar cast and clamp do) convert safely.
+DF_LITE_AVX512_QUANT void quantize_avx512(const float* in, int64_t n, float scale, int32_t zp, int32_t lo, int32_t hi,
+                                          bool to_unsigned, void* out) {
+  const __m512 s = _mm512_set1_ps(scale);
+  const __m512 flo = _mm512_set1_ps(static_cast<float>(lo - zp - 1)), fhi = _mm512_set1_ps(static_cast<float>(hi - zp + 1));
+  const __m512 half = _mm512_set1_ps(0.5f);
+  const __m512i vzp = _mm512_set1_epi32(zp), vlo = _mm512_set1_epi32(lo), vhi = _mm512_set1_epi32(hi);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1);
+    __m512 v = _mm512_div_ps(_mm512_maskz_loadu_ps(m, in + i), s);
+    v = _mm512_min_ps(_mm512_max_ps(v, flo), fhi);
+    const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __m512 frac = _mm512_abs_ps(_mm512_sub_ps(v, t));
+    const __mmask16 up = _mm512_cmp_ps_mask(frac, half, _CMP_GE_OQ);
+    __m512i q = _mm512_cvttps_epi32(t);
+    const __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
+    q = _mm512_mask_add_epi32(q, up & ~neg, q, _mm512_set1_epi32(1));
+    q = _mm512_mask_sub_epi32(q, up & neg, q, _mm512_set1_epi32(1));
+    q = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(q, vzp), vlo), vhi);
+    if (to_unsigned) {
+      _mm_mask_storeu_epi8(static_cast<uint8_t*>(out) + i, m, _mm512_cvtusepi32_epi8(q));
+    } else {
+      _mm_mask_storeu_epi8(static_cast<int8_t*>(out) + i, m, _mm512_cvtsepi32_epi8(q));
+    }
+  }
+}
+DF_LITE_INTRINSICS_END
+#endif
+
 class Quantize final : public Kernel {
  public:
   explicit Quantize(const OpContext&) {}
@@ -118,6 +159,10 @@ class Quantize final : public Kernel {
     };
     if (x.type == DType::kFloat32) {
       const float* in = x.data<float>();
+#if DF_LITE_X86_QUANT
+      if (y.type != DType::kInt16 && simd() == Simd::kAvx512)
+        return quantize_avx512(in, n, scale, static_cast<int32_t>(zp), lo, hi, y.type == DType::kUInt8, y.data_ptr);
+#endif
       for (int64_t i = 0; i < n; ++i) store(i, zp + static_cast<int64_t>(std::round(in[i] / scale)));
       return;
     }

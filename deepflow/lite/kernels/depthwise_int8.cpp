@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: Apache-2.0
+// The int8 depthwise kernel goes channel block (16) by channel block within an output row,
+// so the block's weights, bias and requantization constants stay in registers across the
+// row's pixels; each tap is a widening load, the offset add, one multiply and one add in
+// int32 (exact, like the reference's sums). im2col is a copy per tap.
+#include "deepflow/lite/kernels/depthwise_int8.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "deepflow/lite/kernels/gemm_int8.h"
+#include "deepflow/lite/kernels/requant_simd.h"
+
+namespace deepflow::lite {
+
+namespace {
+constexpr int kLanes = 16;
+}  // namespace
+
+void im2col_int8(ThreadPool& pool, const ConvGeometry& g, const int8_t* in, int8_t pad, int8_t* dst, size_t row_stride) {
+  const size_t row_bytes = static_cast<size_t>(g.kh) * g.kw * g.c;
+  const int64_t rows = static_cast<int64_t>(g.n) * g.oh;
+  const int64_t grain = std::max<int64_t>(1, (64 << 10) / std::max<int64_t>(1, static_cast<int64_t>(row_bytes) * g.ow));
+  pool.parallel_for(rows, grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const int b = static_cast<int>(r / g.oh), oy = static_cast<int>(r % g.oh);
+      for (int ox = 0; ox < g.ow; ++ox) {
+        int8_t* d = dst + (static_cast<size_t>(r) * g.ow + ox) * row_stride;
+        std::memset(d + row_bytes, 0, row_stride - row_bytes);
+        for (int ky = 0; ky < g.kh; ++ky) {
+          const int iy = oy * g.sh - g.pad_top + g.dh * ky;
+          for (int kx = 0; kx < g.kw; ++kx, d += g.c) {
+            const int ix = ox * g.sw - g.pad_left + g.dw * kx;
+            if (iy < 0 || iy >= g.ih || ix < 0 || ix >= g.iw) {
+              std::memset(d, pad, static_cast<size_t>(g.c));
+            } else {
+              std::memcpy(d, in + ((static_cast<int64_t>(b) * g.ih + iy) * g.iw + ix) * g.c, static_cast<size_t>(g.c));
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+void DepthwiseInt8::prepare(const int8_t* filter, int channels, int taps, const int32_t* bias,
+                            const std::vector<QuantizedMultiplier>& multipliers, int32_t zp_out, int32_t lo, int32_t hi) {
+  channels_ = channels;
+  taps_ = taps;
+  padded_ = (channels + kLanes - 1) / kLanes * kLanes;
+  zp_out_ = zp_out;
+  lo_ = lo;
+  hi_ = hi;
+  weights_.assign(static_cast<size_t>(taps) * padded_, 0);
+  for (int t = 0; t < taps; ++t)
+    for (int c = 0; c < channels; ++c)
+      weights_[static_cast<size_t>(t) * padded_ + c] = filter[static_cast<size_t>(t) * channels + c];
+  // Tap pairs interleaved per channel (int16 pairs for vpdpwssd), and each channel's sum.
+  const int pairs = (taps + 1) / 2;
+  pair_weights_.assign(static_cast<size_t>(pairs) * padded_ * 2, 0);
+  weight_sums_.assign(static_cast<size_t>(padded_), 0);
+  for (int t = 0; t < taps; ++t)
+    for (int c = 0; c < channels; ++c) {
+      const int8_t w = filter[static_cast<size_t>(t) * channels + c];
+      pair_weights_[(static_cast<size_t>(t / 2) * padded_ + c) * 2 + t % 2] = w;
+      weight_sums_[static_cast<size_t>(c)] += w;
+    }
+  bias_.assign(static_cast<size_t>(padded_), 0);
+  mult_.assign(static_cast<size_t>(padded_), 0);
+  lshift_.assign(static_cast<size_t>(padded_), 0);
+  rshift_.assign(static_cast<size_t>(padded_), 0);
+  multipliers_.assign(static_cast<size_t>(channels), {});
+  any_left_ = false;
+  for (int c = 0; c < channels; ++c) {
+    const QuantizedMultiplier m = multipliers[multipliers.size() == 1 ? 0 : static_cast<size_t>(c)];
+    multipliers_[static_cast<size_t>(c)] = m;
+    if (bias) bias_[static_cast<size_t>(c)] = bias[c];
+    mult_[static_cast<size_t>(c)] = m.multiplier;
+    lshift_[static_cast<size_t>(c)] = m.shift > 0 ? m.shift : 0;
+    rshift_[static_cast<size_t>(c)] = m.shift > 0 ? 0 : -m.shift;
+    any_left_ = any_left_ || m.shift > 0;
+  }
+}
+
+void DepthwiseInt8::rows_portable(const ConvGeometry& g, const int8_t* in, int32_t in_offset, int8_t* out, int64_t lo,
+                                  int64_t hi) const {
+  for (int64_t r = lo; r < hi; ++r) {
+    const int b = static_cast<int>(r / g.oh), oy = static_cast<int>(r % g.oh);
+    for (int c0 = 0; c0 < channels_; c0 += kLanes) {
+      const int lanes = std::min(kLanes, channels_ - c0);
+      for (int ox = 0; ox < g.ow; ++ox) {
+        int32_t acc[kLanes];
+        for (int j = 0; j < kLanes; ++j) acc[j] = bias_[static_cast<size_t>(c0 + j)];
+        for (int ky = 0; ky < g.kh; ++ky) {
+          const int iy = oy * g.sh - g.pad_top + g.dh * ky;
+          if (iy < 0 || iy >= g.ih) continue;
+          for (int kx = 0; kx < g.kw; ++kx) {
+            const int ix = ox * g.sw - g.pad_left + g.dw * kx;
+            if (ix < 0 || ix >= g.iw) continue;
+            const int8_t* src = in + ((static_cast<int64_t>(b) * g.ih + iy) * g.iw + ix) * g.c + c0;
+            const int32_t* w = weights_.data() + static_cast<size_t>(ky * g.kw + kx) * padded_ + c0;
+            for (int j = 0; j < lanes; ++j) acc[j] += (src[j] + in_offset) * w[j];
+          }
+        }
+        int8_t* dst = out + (r * g.ow + ox) * g.c + c0;
+        for (int j = 0; j < lanes; ++j) {
+          const int32_t v = multiply_by_quantized_multiplier(acc[j], multipliers_[static_cast<size_t>(c0 + j)]) + zp_out_;
+          dst[j] = static_cast<int8_t>(std::clamp(v, lo_, hi_));
+        }
+      }
+    }
+  }
+}
+
+#if DF_LITE_VNNI_BUILD
+DF_LITE_INTRINSICS_BEGIN
+namespace {
+
+// The [lo, hi) range of output positions whose whole window lies inside the input.
+struct Inside {
+  int lo, hi;
+};
+Inside inside(int out, int in, int kernel, int stride, int dilation, int pad_before) {
+  const int span = dilation * (kernel - 1);
+  int lo = (pad_before + stride - 1) / stride;                          // first o with o*s - pad >= 0
+  int hi = in - 1 - span + pad_before >= 0 ? (in - 1 - span + pad_before) / stride + 1 : 0;  // o*s - pad + span <= in - 1
+  lo = std::min(lo, out);
+  hi = std::clamp(hi, lo, out);
+  return {lo, hi};
+}
+
+// 16 channels of two taps, interleaved channel by channel as int16 pairs (a0 b0 a1 b1 ...),
+// for vpdpwssd against the pair's interleaved weights.
+DF_LITE_VNNI inline __m512i tap_pair(const int8_t* a, const int8_t* b, __mmask16 valid) {
+  const __m128i va = _mm_maskz_loadu_epi8(valid, a), vb = _mm_maskz_loadu_epi8(valid, b);
+  const __m256i ab = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(va, vb)), _mm_unpackhi_epi8(va, vb), 1);
+  return _mm512_cvtepi8_epi16(ab);
+}
+
+// Interior pixels (the whole window inside the image) take the taps two at a time with
+// vpdpwssd, sums seeded with in_offset * (the channel's weight sum) so that no offset is
+// added per tap; border pixels add (x + in_offset) * w per tap inside the image.
+template <bool kLeft>
+DF_LITE_VNNI void depthwise_rows(const ConvGeometry& g, const DepthwiseTables& t, const int8_t* in, int32_t in_offset,
+                                 int8_t* out, int64_t lo, int64_t hi) {
+  const __m512i off = _mm512_set1_epi32(in_offset);
+  const Inside cols = inside(g.ow, g.iw, g.kw, g.sw, g.dw, g.pad_left);
+  const Inside rows = inside(g.oh, g.ih, g.kh, g.sh, g.dh, g.pad_top);
+  const int taps = g.kh * g.kw;
+  // Each tap's offset (elements) from the window's first pixel; an odd last tap pairs with
+  // itself (its partner's weights are zero).
+  int32_t tap_off[64];
+  for (int ky = 0; ky < g.kh; ++ky)
+    for (int kx = 0; kx < g.kw; ++kx) tap_off[ky * g.kw + kx] = ((ky * g.dh) * g.iw + kx * g.dw) * g.c;
+  if (taps % 2) tap_off[taps] = tap_off[taps - 1];
+  const int pairs = (taps + 1) / 2;
+  for (int64_t r = lo; r < hi; ++r) {
+    const int b = static_cast<int>(r / g.oh), oy = static_cast<int>(r % g.oh);
+    const int8_t* image = in + static_cast<int64_t>(b) * g.ih * g.iw * g.c;
+    const bool row_inside = oy >= rows.lo && oy < rows.hi;
+    for (int c0 = 0; c0 < t.channels; c0 += kLanes) {
+      const int lanes = std::min(kLanes, t.channels - c0);
+      const __mmask16 valid = lanes == kLanes ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << lanes) - 1);
+      const RequantLanes q = requant_lanes(t.bias + c0, t.mult + c0, t.lshift + c0, t.rshift + c0, t.zp_out, t.lo, t.hi, false);
+      const __m512i seed = _mm512_mullo_epi32(off, _mm512_loadu_si512(t.weight_sums + c0));
+      const int16_t* pw = t.pair_weights + static_cast<size_t>(c0) * 2;
+      for (int ox = 0; ox < g.ow; ++ox) {
+        __m512i acc;
+        if (row_inside && ox >= cols.lo && ox < cols.hi) {
+          const int8_t* origin = image + (static_cast<int64_t>(oy * g.sh - g.pad_top) * g.iw + (ox * g.sw - g.pad_left)) * g.c + c0;
+          acc = seed;
+          for (int p = 0; p < pairs; ++p)
+            acc = _mm512_dpwssd_epi32(acc, tap_pair(origin + tap_off[2 * p], origin + tap_off[2 * p + 1], valid),
+                                      _mm512_loadu_si512(pw + static_cast<size_t>(p) * t.padded * 2));
+        } else {
+          acc = _mm512_setzero_si512();
+          for (int ky = 0; ky < g.kh; ++ky) {
+            const int iy = oy * g.sh - g.pad_top + g.dh * ky;
+            if (iy < 0 || iy >= g.ih) continue;
+            const int8_t* row = image + static_cast<int64_t>(iy) * g.iw * g.c + c0;
+            const int32_t* wrow = t.weights + static_cast<size_t>(ky) * g.kw * t.padded + c0;
+            for (int kx = 0; kx < g.kw; ++kx) {
+              const int ix = ox * g.sw - g.pad_left + g.dw * kx;
+              if (ix < 0 || ix >= g.iw) continue;
+              const __m512i x = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, row + static_cast<int64_t>(ix) * g.c));
+              const __m512i w = _mm512_loadu_si512(wrow + static_cast<size_t>(kx) * t.padded);
+              acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_add_epi32(x, off), w));
+            }
+          }
+        }
+        _mm_mask_storeu_epi8(out + (r * g.ow + ox) * g.c + c0, valid, requantize16<false, kLeft>(acc, q));
+      }
+    }
+  }
+}
+}  // namespace
+DF_LITE_INTRINSICS_END
+#endif
+
+void DepthwiseInt8::rows_vnni(const ConvGeometry& g, const int8_t* in, int32_t in_offset, int8_t* out, int64_t lo,
+                              int64_t hi) const {
+#if DF_LITE_VNNI_BUILD
+  const DepthwiseTables t{channels_,     padded_,       weights_.data(), pair_weights_.data(), weight_sums_.data(),
+                          bias_.data(),  mult_.data(),  lshift_.data(),  rshift_.data(),       zp_out_,
+                          lo_,           hi_};
+  // tap_off holds up to 64 taps (+1): larger windows take the portable loop.
+  if (g.kh * g.kw >= 64) return rows_portable(g, in, in_offset, out, lo, hi);
+  (any_left_ ? &depthwise_rows<true> : &depthwise_rows<false>)(g, t, in, in_offset, out, lo, hi);
+#else
+  rows_portable(g, in, in_offset, out, lo, hi);
+#endif
+}
+
+void DepthwiseInt8::run(ThreadPool& pool, const ConvGeometry& g, const int8_t* in, int32_t in_offset, int8_t* out) const {
+  const bool vnni = int8_vnni();
+  const int64_t work = static_cast<int64_t>(g.ow) * g.c * g.kh * g.kw;  // per output row
+  const int64_t grain = std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(work, 1));
+  pool.parallel_for(static_cast<int64_t>(g.n) * g.oh, grain, [&](int64_t lo, int64_t hi) {
+    if (vnni) {
+      rows_vnni(g, in, in_offset, out, lo, hi);
+    } else {
+      rows_portable(g, in, in_offset, out, lo, hi);
+    }
+  });
+}
+
+}  // namespace deepflow::lite

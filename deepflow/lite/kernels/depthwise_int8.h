@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+// Building blocks of the int8 convolutions (conv_int8.cpp): the geometry of an NHWC
+// convolution, the im2col that feeds CONV_2D's int8 GEMM, and the depthwise kernel.
+// Internal to deepflow_lite.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "deepflow/lite/kernels/quant_math.h"
+#include "deepflow/lite/thread_pool.h"
+
+namespace deepflow::lite {
+
+/// An NHWC convolution's sizes: input n x ih x iw x c, output n x oh x ow, a kh x kw window
+/// with strides, dilations and the padding before each spatial dimension.
+struct ConvGeometry {
+  int n, ih, iw, c, oh, ow, kh, kw, sh, sw, dh, dw, pad_top, pad_left;
+};
+
+/// The patches of an int8 image as rows `row_stride` bytes apart: row (b, oy, ox) holds
+/// kh*kw*c bytes, tap by tap (OHWI's order), a tap outside the image filled with `pad` (the
+/// input's zero point, so it adds nothing to a sum of (x - zp) * w), then zeros up to
+/// row_stride.
+void im2col_int8(ThreadPool& pool, const ConvGeometry& g, const int8_t* in, int8_t pad, int8_t* dst, size_t row_stride);
+
+/// What the vector depthwise rows read (DepthwiseInt8's tables).
+struct DepthwiseTables {
+  int channels, padded;
+  const int32_t* weights;        // taps x padded, widened
+  const int16_t* pair_weights;   // ceil(taps/2) x padded x 2: taps 2p and 2p+1 side by side
+  const int32_t* weight_sums;    // padded: each channel's sum over the taps
+  const int32_t *bias, *mult, *lshift, *rshift;
+  int32_t zp_out, lo, hi;
+};
+
+/// DEPTHWISE_CONV_2D with a channel multiplier of 1 and a constant filter: per output pixel
+/// and channel, sum over the window's taps inside the image of (x + in_offset) * w, plus the
+/// bias, requantized per channel (rounding twice, as LiteRT's reference kernel). Vectors of 16
+/// channels on AVX-512 VNNI CPUs (int8_vnni()), a portable loop elsewhere.
+class DepthwiseInt8 {
+ public:
+  /// filter: taps x channels (TFLite's 1HWC). bias: channels values or nullptr. multipliers:
+  /// one per channel, or one for all.
+  void prepare(const int8_t* filter, int channels, int taps, const int32_t* bias,
+               const std::vector<QuantizedMultiplier>& multipliers, int32_t zp_out, int32_t lo, int32_t hi);
+  /// out: n x oh x ow x channels. Threads split the output rows.
+  void run(ThreadPool& pool, const ConvGeometry& g, const int8_t* in, int32_t in_offset, int8_t* out) const;
+
+ private:
+  void rows_portable(const ConvGeometry& g, const int8_t* in, int32_t in_offset, int8_t* out, int64_t lo,
+                     int64_t hi) const;
+  void rows_vnni(const ConvGeometry& g, const int8_t* in, int32_t in_offset, int8_t* out, int64_t lo,
+                 int64_t hi) const;
+
+  int channels_ = 0, taps_ = 0, padded_ = 0;  // padded_: channels rounded up to 16
+  std::vector<int32_t> weights_;              // taps x padded_, widened
+  std::vector<int16_t> pair_weights_;         // DepthwiseTables::pair_weights
+  std::vector<int32_t> weight_sums_;          // padded_
+  std::vector<int32_t> bias_, mult_, lshift_, rshift_;  // padded_ each
+  std::vector<QuantizedMultiplier> multipliers_;        // channels_ (the portable path's)
+  bool any_left_ = false;
+  int32_t zp_out_ = 0, lo_ = -128, hi_ = 127;
+};
+
+}  // namespace deepflow::lite
