@@ -173,7 +173,18 @@ def int8_models():
     h = L.Conv2D(16, 3, strides=2, padding="same", activation="relu6")(g)
     h = L.Add()([h, L.DepthwiseConv2D(3, padding="same")(h)])
     gap = keras.Model(g, L.Dense(6, activation="softmax")(L.GlobalAveragePooling2D()(h)))  # MEAN [1, 2]
-    return {"cnn": (cnn, [1, 16, 16, 3]), "mlp": (mlp, [1, 20]), "gap": (gap, [1, 12, 12, 4])}
+    # Depthwise convolutions over blocks of 32 channels and their tails (the fast int8
+    # kernel's interior and border paths), strides, a 5x5 window and a dilation.
+    d = keras.Input((19, 21, 40))
+    e = L.DepthwiseConv2D(3, padding="same", activation="relu6")(d)
+    e = L.Conv2D(72, 1, activation="relu")(e)
+    e = L.DepthwiseConv2D(3, strides=2, padding="same")(e)
+    e = L.DepthwiseConv2D(5, padding="valid", activation="relu")(e)
+    e = L.DepthwiseConv2D(3, dilation_rate=2, padding="same")(e)  # SPACE_TO_BATCH_ND's zero point
+    e = L.Conv2D(48, 1)(e)
+    dw = keras.Model(d, L.Dense(7)(L.GlobalAveragePooling2D()(e)))
+    return {"cnn": (cnn, [1, 16, 16, 3]), "mlp": (mlp, [1, 20]), "gap": (gap, [1, 12, 12, 4]),
+            "dw": (dw, [1, 19, 21, 40])}
 
 
 def convert_int8(model, shape, int8_io):

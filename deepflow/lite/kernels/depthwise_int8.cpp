@@ -15,6 +15,8 @@ namespace deepflow::lite {
 
 namespace {
 constexpr int kLanes = 16;
+constexpr int kBlock = 32;        // channels per block of the interior path
+constexpr int kSplitTables = 10;  // bias, multiplier, shifts, weight sums: even and odd
 }  // namespace
 
 void im2col_int8(ThreadPool& pool, const ConvGeometry& g, const int8_t* in, int8_t pad, int8_t* dst, size_t row_stride) {
@@ -47,7 +49,7 @@ void DepthwiseInt8::prepare(const int8_t* filter, int channels, int taps, const 
                             const std::vector<QuantizedMultiplier>& multipliers, int32_t zp_out, int32_t lo, int32_t hi) {
   channels_ = channels;
   taps_ = taps;
-  padded_ = (channels + kLanes - 1) / kLanes * kLanes;
+  padded_ = (channels + kBlock - 1) / kBlock * kBlock;
   zp_out_ = zp_out;
   lo_ = lo;
   hi_ = hi;
@@ -55,15 +57,17 @@ void DepthwiseInt8::prepare(const int8_t* filter, int channels, int taps, const 
   for (int t = 0; t < taps; ++t)
     for (int c = 0; c < channels; ++c)
       weights_[static_cast<size_t>(t) * padded_ + c] = filter[static_cast<size_t>(t) * channels + c];
-  // Tap pairs interleaved per channel (int16 pairs for vpdpwssd), and each channel's sum.
-  const int pairs = (taps + 1) / 2;
-  pair_weights_.assign(static_cast<size_t>(pairs) * padded_ * 2, 0);
   weight_sums_.assign(static_cast<size_t>(padded_), 0);
   for (int t = 0; t < taps; ++t)
+    for (int c = 0; c < channels; ++c) weight_sums_[static_cast<size_t>(c)] += filter[static_cast<size_t>(t) * channels + c];
+  // Per tap and block of 32 channels: the even channels' weights in the even int16 lanes
+  // (odd lanes zero), then the odd channels' in the odd lanes.
+  const int blocks = padded_ / kBlock;
+  split_weights_.assign(static_cast<size_t>(taps) * blocks * 2 * kBlock, 0);
+  for (int t = 0; t < taps; ++t)
     for (int c = 0; c < channels; ++c) {
-      const int8_t w = filter[static_cast<size_t>(t) * channels + c];
-      pair_weights_[(static_cast<size_t>(t / 2) * padded_ + c) * 2 + t % 2] = w;
-      weight_sums_[static_cast<size_t>(c)] += w;
+      const size_t base = (static_cast<size_t>(t) * blocks + c / kBlock) * 2 * kBlock;
+      split_weights_[base + (c % 2) * kBlock + c % kBlock] = filter[static_cast<size_t>(t) * channels + c];
     }
   bias_.assign(static_cast<size_t>(padded_), 0);
   mult_.assign(static_cast<size_t>(padded_), 0);
@@ -80,6 +84,15 @@ void DepthwiseInt8::prepare(const int8_t* filter, int channels, int taps, const 
     rshift_[static_cast<size_t>(c)] = m.shift > 0 ? 0 : -m.shift;
     any_left_ = any_left_ || m.shift > 0;
   }
+  // The per-channel tables again, split into even and odd channels per block of 32.
+  split_tables_.assign(static_cast<size_t>(blocks) * kSplitTables * kLanes, 0);
+  const std::vector<int32_t>* tables[] = {&bias_, &mult_, &lshift_, &rshift_, &weight_sums_};
+  for (int b = 0; b < blocks; ++b)
+    for (int k = 0; k < 5; ++k)
+      for (int parity = 0; parity < 2; ++parity)
+        for (int j = 0; j < kLanes; ++j)
+          split_tables_[((static_cast<size_t>(b) * 5 + k) * 2 + parity) * kLanes + j] =
+              (*tables[k])[static_cast<size_t>(b * kBlock + 2 * j + parity)];
 }
 
 void DepthwiseInt8::rows_portable(const ConvGeometry& g, const int8_t* in, int32_t in_offset, int8_t* out, int64_t lo,
@@ -129,17 +142,31 @@ Inside inside(int out, int in, int kernel, int stride, int dilation, int pad_bef
   return {lo, hi};
 }
 
-// 16 channels of two taps, interleaved channel by channel as int16 pairs (a0 b0 a1 b1 ...),
-// for vpdpwssd against the pair's interleaved weights.
-DF_LITE_VNNI inline __m512i tap_pair(const int8_t* a, const int8_t* b, __mmask16 valid) {
-  const __m128i va = _mm_maskz_loadu_epi8(valid, a), vb = _mm_maskz_loadu_epi8(valid, b);
-  const __m256i ab = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(va, vb)), _mm_unpackhi_epi8(va, vb), 1);
-  return _mm512_cvtepi8_epi16(ab);
+// One output pixel's 16 channels at c0 through the taps inside the image: (x + in_offset) * w.
+DF_LITE_VNNI inline __m512i border_sum(const ConvGeometry& g, const DepthwiseTables& t, const int8_t* image, int oy,
+                                       int ox, int c0, __mmask16 valid, __m512i off) {
+  __m512i acc = _mm512_setzero_si512();
+  for (int ky = 0; ky < g.kh; ++ky) {
+    const int iy = oy * g.sh - g.pad_top + g.dh * ky;
+    if (iy < 0 || iy >= g.ih) continue;
+    const int8_t* row = image + static_cast<int64_t>(iy) * g.iw * g.c + c0;
+    const int32_t* wrow = t.weights + static_cast<size_t>(ky) * g.kw * t.padded + c0;
+    for (int kx = 0; kx < g.kw; ++kx) {
+      const int ix = ox * g.sw - g.pad_left + g.dw * kx;
+      if (ix < 0 || ix >= g.iw) continue;
+      const __m512i x = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, row + static_cast<int64_t>(ix) * g.c));
+      acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_add_epi32(x, off), _mm512_loadu_si512(wrow + static_cast<size_t>(kx) * t.padded)));
+    }
+  }
+  return acc;
 }
 
-// Interior pixels (the whole window inside the image) take the taps two at a time with
-// vpdpwssd, sums seeded with in_offset * (the channel's weight sum) so that no offset is
-// added per tap; border pixels add (x + in_offset) * w per tap inside the image.
+// Interior pixels (the whole window inside the image) go 32 channels at a time: each tap is
+// one widening load to 32 int16 and two vpdpwssd, against the block's even-channel weights
+// (odd lanes zero) and odd-channel weights, so the even and odd channels sum in two vectors
+// of 16 int32; sums start at in_offset * (the channel's weight sum), so no offset is added
+// per tap. Both halves are requantized and interleaved back. Border pixels add
+// (x + in_offset) * w per tap inside the image, 16 channels at a time.
 template <bool kLeft>
 DF_LITE_VNNI void depthwise_rows(const ConvGeometry& g, const DepthwiseTables& t, const int8_t* in, int32_t in_offset,
                                  int8_t* out, int64_t lo, int64_t hi) {
@@ -147,48 +174,52 @@ DF_LITE_VNNI void depthwise_rows(const ConvGeometry& g, const DepthwiseTables& t
   const Inside cols = inside(g.ow, g.iw, g.kw, g.sw, g.dw, g.pad_left);
   const Inside rows = inside(g.oh, g.ih, g.kh, g.sh, g.dh, g.pad_top);
   const int taps = g.kh * g.kw;
-  // Each tap's offset (elements) from the window's first pixel; an odd last tap pairs with
-  // itself (its partner's weights are zero).
-  int32_t tap_off[64];
+  const int blocks = t.padded / kBlock;
+  int32_t tap_off[64];  // each tap's offset (elements) from the window's first pixel
   for (int ky = 0; ky < g.kh; ++ky)
     for (int kx = 0; kx < g.kw; ++kx) tap_off[ky * g.kw + kx] = ((ky * g.dh) * g.iw + kx * g.dw) * g.c;
-  if (taps % 2) tap_off[taps] = tap_off[taps - 1];
-  const int pairs = (taps + 1) / 2;
   for (int64_t r = lo; r < hi; ++r) {
     const int b = static_cast<int>(r / g.oh), oy = static_cast<int>(r % g.oh);
     const int8_t* image = in + static_cast<int64_t>(b) * g.ih * g.iw * g.c;
     const bool row_inside = oy >= rows.lo && oy < rows.hi;
-    for (int c0 = 0; c0 < t.channels; c0 += kLanes) {
-      const int lanes = std::min(kLanes, t.channels - c0);
-      const __mmask16 valid = lanes == kLanes ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << lanes) - 1);
-      const RequantLanes q = requant_lanes(t.bias + c0, t.mult + c0, t.lshift + c0, t.rshift + c0, t.zp_out, t.lo, t.hi, false);
-      const __m512i seed = _mm512_mullo_epi32(off, _mm512_loadu_si512(t.weight_sums + c0));
-      const int16_t* pw = t.pair_weights + static_cast<size_t>(c0) * 2;
+    for (int blk = 0; blk < blocks; ++blk) {
+      const int c0 = blk * kBlock;
+      const int lanes = std::min(kBlock, t.channels - c0);
+      const __mmask32 valid32 = lanes == kBlock ? ~__mmask32{0} : static_cast<__mmask32>((uint64_t{1} << lanes) - 1);
+      const __mmask16 valid_a = static_cast<__mmask16>(valid32), valid_b = static_cast<__mmask16>(valid32 >> 16);
+      const int32_t* st = t.split + static_cast<size_t>(blk) * kSplitTables * kLanes;
+      auto table = [&](int k, int parity) { return st + (k * 2 + parity) * kLanes; };
+      const RequantLanes qe = requant_lanes(table(0, 0), table(1, 0), table(2, 0), table(3, 0), t.zp_out, t.lo, t.hi, false);
+      const RequantLanes qo = requant_lanes(table(0, 1), table(1, 1), table(2, 1), table(3, 1), t.zp_out, t.lo, t.hi, false);
+      const __m512i seed_e = _mm512_mullo_epi32(off, _mm512_loadu_si512(table(4, 0)));
+      const __m512i seed_o = _mm512_mullo_epi32(off, _mm512_loadu_si512(table(4, 1)));
+      const int16_t* wb = t.split_weights + static_cast<size_t>(blk) * 2 * kBlock;
+      const size_t tap_stride = static_cast<size_t>(blocks) * 2 * kBlock;
       for (int ox = 0; ox < g.ow; ++ox) {
-        __m512i acc;
+        int8_t* dst = out + (r * g.ow + ox) * g.c + c0;
         if (row_inside && ox >= cols.lo && ox < cols.hi) {
-          const int8_t* origin = image + (static_cast<int64_t>(oy * g.sh - g.pad_top) * g.iw + (ox * g.sw - g.pad_left)) * g.c + c0;
-          acc = seed;
-          for (int p = 0; p < pairs; ++p)
-            acc = _mm512_dpwssd_epi32(acc, tap_pair(origin + tap_off[2 * p], origin + tap_off[2 * p + 1], valid),
-                                      _mm512_loadu_si512(pw + static_cast<size_t>(p) * t.padded * 2));
-        } else {
-          acc = _mm512_setzero_si512();
-          for (int ky = 0; ky < g.kh; ++ky) {
-            const int iy = oy * g.sh - g.pad_top + g.dh * ky;
-            if (iy < 0 || iy >= g.ih) continue;
-            const int8_t* row = image + static_cast<int64_t>(iy) * g.iw * g.c + c0;
-            const int32_t* wrow = t.weights + static_cast<size_t>(ky) * g.kw * t.padded + c0;
-            for (int kx = 0; kx < g.kw; ++kx) {
-              const int ix = ox * g.sw - g.pad_left + g.dw * kx;
-              if (ix < 0 || ix >= g.iw) continue;
-              const __m512i x = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, row + static_cast<int64_t>(ix) * g.c));
-              const __m512i w = _mm512_loadu_si512(wrow + static_cast<size_t>(kx) * t.padded);
-              acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_add_epi32(x, off), w));
-            }
+          const int8_t* origin =
+              image + (static_cast<int64_t>(oy * g.sh - g.pad_top) * g.iw + (ox * g.sw - g.pad_left)) * g.c + c0;
+          __m512i acc_e = seed_e, acc_o = seed_o;
+          for (int k = 0; k < taps; ++k) {
+            const __m512i x = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(valid32, origin + tap_off[k]));
+            const int16_t* w = wb + k * tap_stride;
+            acc_e = _mm512_dpwssd_epi32(acc_e, x, _mm512_loadu_si512(w));
+            acc_o = _mm512_dpwssd_epi32(acc_o, x, _mm512_loadu_si512(w + kBlock));
           }
+          const __m128i be = requantize16<false, kLeft>(acc_e, qe), bo = requantize16<false, kLeft>(acc_o, qo);
+          const __m256i bytes = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(be, bo)),
+                                                        _mm_unpackhi_epi8(be, bo), 1);
+          _mm256_mask_storeu_epi8(dst, valid32, bytes);
+          continue;
         }
-        _mm_mask_storeu_epi8(out + (r * g.ow + ox) * g.c + c0, valid, requantize16<false, kLeft>(acc, q));
+        for (int h = 0; h < 2 && c0 + h * kLanes < t.channels; ++h) {
+          const int c = c0 + h * kLanes;
+          const __mmask16 valid = h == 0 ? valid_a : valid_b;
+          const RequantLanes q = requant_lanes(t.bias + c, t.mult + c, t.lshift + c, t.rshift + c, t.zp_out, t.lo, t.hi, false);
+          _mm_mask_storeu_epi8(dst + h * kLanes, valid,
+                               requantize16<false, kLeft>(border_sum(g, t, image, oy, ox, c, valid, off), q));
+        }
       }
     }
   }
@@ -200,11 +231,11 @@ DF_LITE_INTRINSICS_END
 void DepthwiseInt8::rows_vnni(const ConvGeometry& g, const int8_t* in, int32_t in_offset, int8_t* out, int64_t lo,
                               int64_t hi) const {
 #if DF_LITE_VNNI_BUILD
-  const DepthwiseTables t{channels_,     padded_,       weights_.data(), pair_weights_.data(), weight_sums_.data(),
-                          bias_.data(),  mult_.data(),  lshift_.data(),  rshift_.data(),       zp_out_,
-                          lo_,           hi_};
-  // tap_off holds up to 64 taps (+1): larger windows take the portable loop.
-  if (g.kh * g.kw >= 64) return rows_portable(g, in, in_offset, out, lo, hi);
+  const DepthwiseTables t{channels_,    padded_,      weights_.data(),  split_weights_.data(), split_tables_.data(),
+                          bias_.data(), mult_.data(), lshift_.data(),   rshift_.data(),        zp_out_,
+                          lo_,          hi_};
+  // tap_off holds up to 64 taps: larger windows take the portable loop.
+  if (g.kh * g.kw > 64) return rows_portable(g, in, in_offset, out, lo, hi);
   (any_left_ ? &depthwise_rows<true> : &depthwise_rows<false>)(g, t, in, in_offset, out, lo, hi);
 #else
   rows_portable(g, in, in_offset, out, lo, hi);

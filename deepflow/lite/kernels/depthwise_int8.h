@@ -28,8 +28,8 @@ void im2col_int8(ThreadPool& pool, const ConvGeometry& g, const int8_t* in, int8
 struct DepthwiseTables {
   int channels, padded;
   const int32_t* weights;        // taps x padded, widened
-  const int16_t* pair_weights;   // ceil(taps/2) x padded x 2: taps 2p and 2p+1 side by side
-  const int32_t* weight_sums;    // padded: each channel's sum over the taps
+  const int16_t* split_weights;  // taps x blocks of 32 channels x (even lanes, odd lanes)
+  const int32_t* split;          // per block of 32: bias, multiplier, shifts, weight sums, even and odd
   const int32_t *bias, *mult, *lshift, *rshift;
   int32_t zp_out, lo, hi;
 };
@@ -53,10 +53,11 @@ class DepthwiseInt8 {
   void rows_vnni(const ConvGeometry& g, const int8_t* in, int32_t in_offset, int8_t* out, int64_t lo,
                  int64_t hi) const;
 
-  int channels_ = 0, taps_ = 0, padded_ = 0;  // padded_: channels rounded up to 16
+  int channels_ = 0, taps_ = 0, padded_ = 0;  // padded_: channels rounded up to 32
   std::vector<int32_t> weights_;              // taps x padded_, widened
-  std::vector<int16_t> pair_weights_;         // DepthwiseTables::pair_weights
-  std::vector<int32_t> weight_sums_;          // padded_
+  std::vector<int16_t> split_weights_;        // DepthwiseTables::split_weights
+  std::vector<int32_t> split_tables_;         // DepthwiseTables::split
+  std::vector<int32_t> weight_sums_;          // padded_: each channel's sum over the taps
   std::vector<int32_t> bias_, mult_, lshift_, rshift_;  // padded_ each
   std::vector<QuantizedMultiplier> multipliers_;        // channels_ (the portable path's)
   bool any_left_ = false;

@@ -462,7 +462,11 @@ class SpaceBatch final : public Kernel {
     for (int d = m + 1; d < space.rank(); ++d) rest *= space.dim(d);
     const size_t chunk = static_cast<size_t>(rest) * es;
     const int64_t b_count = space.dim(0);
-    std::vector<int> idx(static_cast<size_t>(m), 0);
+    // Padding is real zero: a quantized byte tensor's zero point (LiteRT pads with the
+    // output's), else 0.
+    const int pad_byte = y.quantized() && es == 1 && !y.quant.zero_point.empty()
+                             ? static_cast<int>(static_cast<uint8_t>(y.quant.zero_point[0]))
+                             : 0;
     // Walk every batch-side position; map it to the space side (or to padding).
     for (int64_t ob = 0; ob < batch.dim(0); ++ob) {
       const int64_t b = ob % b_count;
@@ -489,7 +493,7 @@ class SpaceBatch final : public Kernel {
         }
         std::byte* bp = batch.data_ptr + static_cast<size_t>((ob * positions + b_off)) * chunk;
         if (!inside) {
-          if (to_batch_) std::memset(bp, 0, chunk);
+          if (to_batch_) std::memset(bp, pad_byte, chunk);
           continue;
         }
         std::byte* sp = space.data_ptr + static_cast<size_t>((b * s_stride + s_off)) * chunk;
