@@ -19,25 +19,50 @@ constexpr int kBlock = 32;        // channels per block of the interior path
 constexpr int kSplitTables = 10;  // bias, multiplier, shifts, weight sums: even and odd
 }  // namespace
 
+namespace {
+// Small copies (a first layer's few channels) inline; large ones through the library.
+inline void copy_bytes(int8_t* d, const int8_t* s, size_t n) {
+  if (n >= 64) {
+    std::memcpy(d, s, n);
+    return;
+  }
+  for (size_t k = 0; k < n; ++k) d[k] = s[k];
+}
+inline void fill_bytes(int8_t* d, int8_t v, size_t n) {
+  for (size_t k = 0; k < n; ++k) d[k] = v;
+}
+}  // namespace
+
 void im2col_int8(ThreadPool& pool, const ConvGeometry& g, const int8_t* in, int8_t pad, int8_t* dst, size_t row_stride) {
   const size_t row_bytes = static_cast<size_t>(g.kh) * g.kw * g.c;
   const int64_t rows = static_cast<int64_t>(g.n) * g.oh;
   const int64_t grain = std::max<int64_t>(1, (64 << 10) / std::max<int64_t>(1, static_cast<int64_t>(row_bytes) * g.ow));
+  const size_t c = static_cast<size_t>(g.c);
   pool.parallel_for(rows, grain, [&](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) {
       const int b = static_cast<int>(r / g.oh), oy = static_cast<int>(r % g.oh);
       for (int ox = 0; ox < g.ow; ++ox) {
         int8_t* d = dst + (static_cast<size_t>(r) * g.ow + ox) * row_stride;
-        std::memset(d + row_bytes, 0, row_stride - row_bytes);
-        for (int ky = 0; ky < g.kh; ++ky) {
+        fill_bytes(d + row_bytes, 0, row_stride - row_bytes);
+        const int x0 = ox * g.sw - g.pad_left;
+        // The taps kx in [kx_lo, kx_hi) fall inside the row.
+        int kx_lo = 0, kx_hi = g.kw;
+        while (kx_lo < g.kw && x0 + g.dw * kx_lo < 0) ++kx_lo;
+        while (kx_hi > kx_lo && x0 + g.dw * (kx_hi - 1) >= g.iw) --kx_hi;
+        for (int ky = 0; ky < g.kh; ++ky, d += g.kw * c) {
           const int iy = oy * g.sh - g.pad_top + g.dh * ky;
-          for (int kx = 0; kx < g.kw; ++kx, d += g.c) {
-            const int ix = ox * g.sw - g.pad_left + g.dw * kx;
-            if (iy < 0 || iy >= g.ih || ix < 0 || ix >= g.iw) {
-              std::memset(d, pad, static_cast<size_t>(g.c));
-            } else {
-              std::memcpy(d, in + ((static_cast<int64_t>(b) * g.ih + iy) * g.iw + ix) * g.c, static_cast<size_t>(g.c));
-            }
+          if (iy < 0 || iy >= g.ih) {
+            fill_bytes(d, pad, g.kw * c);
+            continue;
+          }
+          fill_bytes(d, pad, kx_lo * c);
+          fill_bytes(d + kx_hi * c, pad, (g.kw - kx_hi) * c);
+          const int8_t* row = in + ((static_cast<int64_t>(b) * g.ih + iy) * g.iw) * g.c;
+          if (g.dw == 1) {  // the taps inside are one run of the input row
+            copy_bytes(d + kx_lo * c, row + static_cast<int64_t>(x0 + kx_lo) * g.c, (kx_hi - kx_lo) * c);
+          } else {
+            for (int kx = kx_lo; kx < kx_hi; ++kx)
+              copy_bytes(d + kx * c, row + static_cast<int64_t>(x0 + g.dw * kx) * g.c, c);
           }
         }
       }
@@ -161,6 +186,16 @@ DF_LITE_VNNI inline __m512i border_sum(const ConvGeometry& g, const DepthwiseTab
   return acc;
 }
 
+// 32 channels' sums, even and odd channels apart, requantized and interleaved back to bytes.
+template <bool kLeft>
+DF_LITE_VNNI inline void store_block(int8_t* dst, __mmask32 valid, __m512i acc_e, __m512i acc_o, const RequantLanes& qe,
+                                     const RequantLanes& qo) {
+  const __m128i be = requantize16<false, kLeft>(acc_e, qe), bo = requantize16<false, kLeft>(acc_o, qo);
+  const __m256i bytes =
+      _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(be, bo)), _mm_unpackhi_epi8(be, bo), 1);
+  _mm256_mask_storeu_epi8(dst, valid, bytes);
+}
+
 // Interior pixels (the whole window inside the image) go 32 channels at a time: each tap is
 // one widening load to 32 int16 and two vpdpwssd, against the block's even-channel weights
 // (odd lanes zero) and odd-channel weights, so the even and odd channels sum in two vectors
@@ -200,17 +235,28 @@ DF_LITE_VNNI void depthwise_rows(const ConvGeometry& g, const DepthwiseTables& t
         if (row_inside && ox >= cols.lo && ox < cols.hi) {
           const int8_t* origin =
               image + (static_cast<int64_t>(oy * g.sh - g.pad_top) * g.iw + (ox * g.sw - g.pad_left)) * g.c + c0;
-          __m512i acc_e = seed_e, acc_o = seed_o;
+          // Two pixels at once where the next is inside too: four independent sum chains
+          // (vpdpwssd's latency) and one load of each tap's weights.
+          const bool pair = ox + 1 < cols.hi;
+          const ptrdiff_t next = static_cast<ptrdiff_t>(g.sw) * g.c;
+          __m512i acc_e = seed_e, acc_o = seed_o, acc_e2 = seed_e, acc_o2 = seed_o;
           for (int k = 0; k < taps; ++k) {
-            const __m512i x = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(valid32, origin + tap_off[k]));
             const int16_t* w = wb + k * tap_stride;
-            acc_e = _mm512_dpwssd_epi32(acc_e, x, _mm512_loadu_si512(w));
-            acc_o = _mm512_dpwssd_epi32(acc_o, x, _mm512_loadu_si512(w + kBlock));
+            const __m512i we = _mm512_loadu_si512(w), wo = _mm512_loadu_si512(w + kBlock);
+            const __m512i x = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(valid32, origin + tap_off[k]));
+            dpwssd(acc_e, x, we);
+            dpwssd(acc_o, x, wo);
+            if (pair) {
+              const __m512i x2 = _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(valid32, origin + next + tap_off[k]));
+              dpwssd(acc_e2, x2, we);
+              dpwssd(acc_o2, x2, wo);
+            }
           }
-          const __m128i be = requantize16<false, kLeft>(acc_e, qe), bo = requantize16<false, kLeft>(acc_o, qo);
-          const __m256i bytes = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(be, bo)),
-                                                        _mm_unpackhi_epi8(be, bo), 1);
-          _mm256_mask_storeu_epi8(dst, valid32, bytes);
+          store_block<kLeft>(dst, valid32, acc_e, acc_o, qe, qo);
+          if (pair) {
+            store_block<kLeft>(dst + g.c, valid32, acc_e2, acc_o2, qe, qo);
+            ++ox;
+          }
           continue;
         }
         for (int h = 0; h < 2 && c0 + h * kLanes < t.channels; ++h) {

@@ -59,6 +59,9 @@ struct Cols {
   const int32_t* lshift;
   const int32_t* rshift;
   int count;  // valid columns, 1..16
+#if DF_LITE_VNNI_BUILD
+  const RequantLanes* lanes = nullptr;  // the VNNI path: these columns' constants, made once per task
+#endif
 };
 
 // ---- portable kernel ------------------------------------------------------------------
@@ -126,19 +129,23 @@ DF_LITE_VNNI void tile_vnni(int k4, const uint8_t* a, ptrdiff_t row_stride, ptrd
       __m512i av = _mm512_set1_epi32(word);
       if constexpr (kFlip) av = _mm512_xor_si512(av, flip);
 #pragma GCC unroll 2
-      for (int p = 0; p < NP; ++p) acc[i][p] = _mm512_dpbusd_epi32(acc[i][p], av, bv[p]);
+      for (int p = 0; p < NP; ++p) dpbusd(acc[i][p], av, bv[p]);
     }
   }
 #pragma GCC unroll 2
   for (int p = 0; p < NP; ++p) {
     const Cols& c = cols[p];
-    const RequantLanes lanes = requant_lanes(c.bias, c.mult, c.lshift, c.rshift, q.zp_out, q.lo, q.hi, kSingle);
+    const RequantLanes& lanes = *c.lanes;
     const __mmask16 valid = c.count >= kNp ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << c.count) - 1);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i)
       _mm_mask_storeu_epi8(y + static_cast<ptrdiff_t>(i) * ldy + p * kNp, valid,
                            requantize16<kSingle, kLeft>(acc[i][p], lanes));
   }
+}
+
+DF_LITE_VNNI void make_lanes(const Cols& c, const Int8Requant& q, RequantLanes* out) {
+  *out = requant_lanes(c.bias, c.mult, c.lshift, c.rshift, q.zp_out, q.lo, q.hi, q.single_rounding);
 }
 
 using TileFn = void (*)(int, const uint8_t*, ptrdiff_t, ptrdiff_t, const int8_t*, size_t, const Cols*,
@@ -268,10 +275,19 @@ void Int8Gemm::run(ThreadPool* pool, int m, const int8_t* a, int lda, int8_t* y,
     for (int p = p0; p < p1; p += 2) {
       const int np = std::min(2, p1 - p);
       Cols cols[2];
+#if DF_LITE_VNNI_BUILD
+      RequantLanes lanes[2];
+#endif
       for (int h = 0; h < np; ++h) {
         const size_t j = static_cast<size_t>(p + h) * kNp;
         cols[h] = {column_bias_.data() + j, multiplier_.data() + j, left_shift_.data() + j, right_shift_.data() + j,
                    std::min(kNp, n - static_cast<int>(j))};
+#if DF_LITE_VNNI_BUILD
+        if (vnni) {
+          make_lanes(cols[h], requant_, &lanes[h]);
+          cols[h].lanes = &lanes[h];
+        }
+#endif
       }
       const int8_t* b = weights_.panel(p);
       for (int i = 0; i < rows; i += kMr) {

@@ -7,6 +7,7 @@
 // registrations of these ops: an int8 input picks the kernel here, anything else the float one.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "deepflow/lite/kernels/fixed_point.h"
 #include "deepflow/lite/kernels/kernel_util.h"
@@ -158,6 +159,33 @@ class ArithInt8 final : public Kernel {
   IntRange range_;
 };
 
+// dst = max(dst, src) and dst = clamp(dst, lo, hi) over n bytes: 32 at a time on AVX2 (the
+// library's baseline), which the compiler does not find by itself here.
+inline void max_into(int8_t* dst, const int8_t* src, int n) {
+  int k = 0;
+#if defined(__AVX2__)
+  for (; k + 32 <= n; k += 32) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(dst + k));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), _mm256_max_epi8(a, b));
+  }
+#endif
+  for (; k < n; ++k) dst[k] = std::max(dst[k], src[k]);
+}
+
+inline void clamp_bytes(int8_t* dst, int n, int8_t lo, int8_t hi) {
+  if (lo == kQMin && hi == kQMax) return;
+  int k = 0;
+#if defined(__AVX2__)
+  const __m256i vlo = _mm256_set1_epi8(lo), vhi = _mm256_set1_epi8(hi);
+  for (; k + 32 <= n; k += 32) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(dst + k));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), _mm256_min_epi8(_mm256_max_epi8(a, vlo), vhi));
+  }
+#endif
+  for (; k < n; ++k) dst[k] = std::min(std::max(dst[k], lo), hi);
+}
+
 class PoolInt8 final : public Kernel {
  public:
   PoolInt8(const OpContext& ctx, bool max) : max_(max) {
@@ -195,15 +223,19 @@ class PoolInt8 final : public Kernel {
           const int y0 = std::max(oy * sh_ - pad_top_, 0), y1 = std::min(oy * sh_ - pad_top_ + fh_, ih);
           const int x0 = std::max(ox * sw_ - pad_left_, 0), x1 = std::min(ox * sw_ - pad_left_ + fw_, iw);
           const int count = (y1 - y0) * (x1 - x0);
-          int8_t* dst = out + (r * ow + ox) * c;
+          int8_t* __restrict dst = out + (r * ow + ox) * c;
           if (max_) {
-            std::fill(dst, dst + c, static_cast<int8_t>(kQMin));
+            // The first row of the window initializes (no pass of -128 fills), then max in place.
+            const int8_t* __restrict first = in + ((static_cast<int64_t>(b) * ih + y0) * iw + x0) * c;
+            if (count == 0) {
+              for (int k = 0; k < c; ++k) dst[k] = std::min(std::max(static_cast<int8_t>(kQMin), lo), hi);
+              continue;
+            }
+            std::memcpy(dst, first, static_cast<size_t>(c));
             for (int iy = y0; iy < y1; ++iy)
-              for (int ix = x0; ix < x1; ++ix) {
-                const int8_t* src = in + ((static_cast<int64_t>(b) * ih + iy) * iw + ix) * c;
-                for (int k = 0; k < c; ++k) dst[k] = std::max(dst[k], src[k]);
-              }
-            for (int k = 0; k < c; ++k) dst[k] = std::min(std::max(dst[k], lo), hi);
+              for (int ix = iy == y0 ? x0 + 1 : x0; ix < x1; ++ix)
+                max_into(dst, in + ((static_cast<int64_t>(b) * ih + iy) * iw + ix) * c, c);
+            clamp_bytes(dst, c, lo, hi);
             continue;
           }
           std::fill(sum.begin(), sum.end(), 0);

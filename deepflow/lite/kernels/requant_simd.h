@@ -24,6 +24,17 @@ namespace deepflow::lite {
       _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
 #define DF_LITE_INTRINSICS_END _Pragma("GCC diagnostic pop")
 DF_LITE_INTRINSICS_BEGIN
+/// acc += the 4-byte dot products of unsigned a and signed b, per 32-bit lane (vpdpbusd). In
+/// asm: GCC 12 copies the accumulator around each intrinsic call, which costs the int8 GEMM's
+/// inner loop more than the multiplies.
+DF_LITE_VNNI inline void dpbusd(__m512i& acc, __m512i a, __m512i b) {
+  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+}
+/// acc += the 2-element dot products of signed 16-bit a and b, per 32-bit lane (vpdpwssd).
+DF_LITE_VNNI inline void dpwssd(__m512i& acc, __m512i a, __m512i b) {
+  asm("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+}
+
 /// One vector of 16 output columns' requantization constants, computed once per tile so the
 /// per-row work is the arithmetic alone. Both rounding forms come down to one 64-bit sum and
 /// shift per product p = x * M (even and odd lanes apart):
@@ -38,6 +49,9 @@ struct RequantLanes {
   __m512i add_even, add_odd;    // the rounding constant
   __m512i corr_even, corr_odd;  // twice: 2^31 where e > 0, subtracted when p < -2^30
   __m512i sh_even, sh_odd;      // the shift
+  __m512i add_zp_even, add_zp_odd;  // add + zp * 2^shift: the zero point added in the same shift
+  bool fold_zp;                 // every shift is at most 54, so add_zp cannot overflow
+  bool clamp;                   // [lo, hi] is narrower than int8's range
 };
 
 /// The constants of columns [0, 16) of padded per-column tables (16 readable values each):
@@ -77,12 +91,20 @@ DF_LITE_VNNI inline RequantLanes requant_lanes(const int32_t* bias, const int32_
   c.add_even = add[0], c.add_odd = add[1];
   c.corr_even = corr[0], c.corr_odd = corr[1];
   c.sh_even = sh[0], c.sh_odd = sh[1];
+  // (v >> s) + zp == (v + zp * 2^s) >> s; with |p| < 2^62 and s <= 54 the sum stays in int64.
+  const __m512i zp64 = _mm512_set1_epi64(zp);
+  c.add_zp_even = _mm512_add_epi64(c.add_even, _mm512_sllv_epi64(zp64, c.sh_even));
+  c.add_zp_odd = _mm512_add_epi64(c.add_odd, _mm512_sllv_epi64(zp64, c.sh_odd));
+  const __m512i limit = _mm512_set1_epi64(54);
+  c.fold_zp = _mm512_cmpgt_epi64_mask(c.sh_even, limit) == 0 && _mm512_cmpgt_epi64_mask(c.sh_odd, limit) == 0;
+  c.clamp = lo > -128 || hi < 127;
   return c;
 }
 
-// Even lanes of lo's 64-bit results and odd lanes of hi's, as 16 int32.
+// Even lanes of lo's 64-bit results and odd lanes of hi's (their low halves), as 16 int32.
 DF_LITE_VNNI inline __m512i merge_halves(__m512i lo, __m512i hi) {
-  return _mm512_mask_blend_epi32(0xAAAA, lo, _mm512_slli_epi64(hi, 32));
+  const __m512i pick = _mm512_setr_epi32(0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
+  return _mm512_permutex2var_epi32(lo, pick, hi);
 }
 
 /// The constants of one multiplier for all 16 lanes (elementwise kernels), rounding twice
@@ -100,13 +122,14 @@ DF_LITE_VNNI inline RequantLanes requant_lanes_uniform(QuantizedMultiplier m, bo
 
 /// MultiplyByQuantizedMultiplier per lane (RequantLanes says how). kSingle: rounding once.
 /// kLeft: some lane's multiplier exceeds 1 (x is shifted left first, rounding twice).
+/// with_zp: the zero point is added too (c.fold_zp must hold).
 template <bool kSingle, bool kLeft>
-DF_LITE_VNNI inline __m512i multiply_lanes(__m512i x, const RequantLanes& c) {
+DF_LITE_VNNI inline __m512i multiply_lanes(__m512i x, const RequantLanes& c, bool with_zp = false) {
   if constexpr (kLeft && !kSingle) x = _mm512_sllv_epi32(x, c.lshift);
   const __m512i qe = _mm512_mul_epi32(x, c.mult);
   const __m512i qo = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), c.mult_odd);
-  __m512i pe = _mm512_add_epi64(qe, c.add_even);
-  __m512i po = _mm512_add_epi64(qo, c.add_odd);
+  __m512i pe = _mm512_add_epi64(qe, with_zp ? c.add_zp_even : c.add_even);
+  __m512i po = _mm512_add_epi64(qo, with_zp ? c.add_zp_odd : c.add_odd);
   if constexpr (!kSingle) {
     const __m512i limit = _mm512_set1_epi64(-(int64_t{1} << 30));
     pe = _mm512_mask_sub_epi64(pe, _mm512_cmplt_epi64_mask(qe, limit), pe, c.corr_even);
@@ -115,17 +138,19 @@ DF_LITE_VNNI inline __m512i multiply_lanes(__m512i x, const RequantLanes& c) {
   return merge_halves(_mm512_srav_epi64(pe, c.sh_even), _mm512_srav_epi64(po, c.sh_odd));
 }
 
-/// zp + r clamped to [lo, hi], as bytes.
-DF_LITE_VNNI inline __m128i clamp_to_int8(__m512i r, const RequantLanes& c) {
-  r = _mm512_add_epi32(r, c.zp);
-  r = _mm512_min_epi32(_mm512_max_epi32(r, c.lo), c.hi);
+/// r (zp already added when zp_added) clamped to [lo, hi], as bytes: the saturating
+/// narrowing clamps to int8's range by itself.
+DF_LITE_VNNI inline __m128i clamp_to_int8(__m512i r, const RequantLanes& c, bool zp_added = false) {
+  if (!zp_added) r = _mm512_add_epi32(r, c.zp);
+  if (c.clamp) r = _mm512_min_epi32(_mm512_max_epi32(r, c.lo), c.hi);
   return _mm512_cvtsepi32_epi8(r);
 }
 
 /// requantize(acc + bias) for 16 columns, as bytes.
 template <bool kSingle, bool kLeft>
 DF_LITE_VNNI inline __m128i requantize16(__m512i acc, const RequantLanes& c) {
-  return clamp_to_int8(multiply_lanes<kSingle, kLeft>(_mm512_add_epi32(acc, c.bias), c), c);
+  const __m512i x = _mm512_add_epi32(acc, c.bias);
+  return clamp_to_int8(multiply_lanes<kSingle, kLeft>(x, c, c.fold_zp), c, c.fold_zp);
 }
 
 DF_LITE_INTRINSICS_END
