@@ -5,6 +5,8 @@ default XNNPACK delegate) on the same .tflite files, 1 and 2 threads, medians, o
   lite/<model>/<mode>/t<threads>   invoke() at batch 1: `deepflow lite benchmark` vs
                                    LiteRT's Interpreter.invoke (set_tensor not timed)
   lite/<model>/int8_vs_float/t<n>  deepflow's own int8 speed-up: float32 median / int8 median
+  lite/tiny/float32/t1             a two-op model ([1, 8]: MUL, ADD): what an invoke costs
+                                   beyond its kernels (the goal: under 10 us)
 
 The files are written by TensorFlow 2.21's converter into <build>/lite-bench/, each model in
 float32 and in full integer int8 (calibrated on 8 random inputs: speed does not depend on the
@@ -44,6 +46,16 @@ def make_models(out):
             keras.layers.Dense(1024, activation="relu"), keras.layers.Dense(10)]),
     }
     import numpy as np
+    tiny = os.path.join(out, "tiny_float32.tflite")
+    if not os.path.exists(tiny):
+        @tf.function(input_signature=[tf.TensorSpec([1, 8], tf.float32)])
+        def f(x):
+            return x * 2.0 + 1.0
+        content = tf.lite.TFLiteConverter.from_concrete_functions([f.get_concrete_function()], f).convert()
+        with open(tiny + ".tmp", "wb") as fh:
+            fh.write(content)
+        os.replace(tiny + ".tmp", tiny)
+    paths[("tiny", "float32")] = tiny
     for name, build in builders.items():
         for mode in ("float32", "int8"):
             path = os.path.join(out, f"{name}_{mode}.tflite")

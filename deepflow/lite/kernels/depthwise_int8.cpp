@@ -20,24 +20,72 @@ constexpr int kSplitTables = 10;  // bias, multiplier, shifts, weight sums: even
 }  // namespace
 
 namespace {
-// Small copies (a first layer's few channels) inline; large ones through the library.
+// Small copies (a first layer's few channels) in 8-byte words; large ones through the library.
 inline void copy_bytes(int8_t* d, const int8_t* s, size_t n) {
   if (n >= 64) {
     std::memcpy(d, s, n);
     return;
   }
-  for (size_t k = 0; k < n; ++k) d[k] = s[k];
+  for (; n >= 8; n -= 8, d += 8, s += 8) std::memcpy(d, s, 8);
+  for (; n > 0; --n) *d++ = *s++;
 }
 inline void fill_bytes(int8_t* d, int8_t v, size_t n) {
-  for (size_t k = 0; k < n; ++k) d[k] = v;
+  uint64_t word;
+  std::memset(&word, v, 8);
+  for (; n >= 8; n -= 8, d += 8) std::memcpy(d, &word, 8);
+  for (; n > 0; --n) *d++ = v;
 }
 }  // namespace
+
+#if DF_LITE_VNNI_BUILD
+DF_LITE_INTRINSICS_BEGIN
+namespace {
+// im2col rows [lo, hi) when a window row (kw taps of c channels, dilation 1) is at most 64
+// bytes: one masked load and store per window row, the taps outside the image blended to
+// `pad` (masked-off bytes are never read, so the load may start before the image row).
+DF_LITE_VNNI void im2col_rows_short(const ConvGeometry& g, const int8_t* in, int8_t pad, int8_t* dst,
+                                    size_t row_stride, int64_t lo, int64_t hi) {
+  const int run = g.kw * g.c;
+  const size_t row_bytes = static_cast<size_t>(g.kh) * run;
+  const __mmask64 full = run == 64 ? ~__mmask64{0} : (__mmask64{1} << run) - 1;
+  const __m512i pads = _mm512_set1_epi8(pad);
+  const __mmask64 tail = row_stride - row_bytes >= 64 ? ~__mmask64{0} : (__mmask64{1} << (row_stride - row_bytes)) - 1;
+  for (int64_t r = lo; r < hi; ++r) {
+    const int b = static_cast<int>(r / g.oh), oy = static_cast<int>(r % g.oh);
+    for (int ox = 0; ox < g.ow; ++ox) {
+      int8_t* d = dst + (static_cast<size_t>(r) * g.ow + ox) * row_stride;
+      _mm512_mask_storeu_epi8(d + row_bytes, tail, _mm512_setzero_si512());
+      const int x0 = ox * g.sw - g.pad_left;
+      // Bytes [first, last) of the window row lie inside the image row.
+      const int first = std::max(0, -x0) * g.c, last = std::min(g.kw, g.iw - x0) * g.c;
+      const __mmask64 inside = last > first ? full & ~((__mmask64{1} << first) - 1) &
+                                                  (last >= 64 ? ~__mmask64{0} : (__mmask64{1} << last) - 1)
+                                            : 0;
+      for (int ky = 0; ky < g.kh; ++ky, d += run) {
+        const int iy = oy * g.sh - g.pad_top + ky * g.dh;
+        const __mmask64 m = iy < 0 || iy >= g.ih ? 0 : inside;
+        const int8_t* src = in + ((static_cast<int64_t>(b) * g.ih + iy) * g.iw + x0) * g.c;
+        const __m512i v = _mm512_mask_loadu_epi8(pads, m, src);
+        _mm512_mask_storeu_epi8(d, full, v);
+      }
+    }
+  }
+}
+}  // namespace
+DF_LITE_INTRINSICS_END
+#endif
 
 void im2col_int8(ThreadPool& pool, const ConvGeometry& g, const int8_t* in, int8_t pad, int8_t* dst, size_t row_stride) {
   const size_t row_bytes = static_cast<size_t>(g.kh) * g.kw * g.c;
   const int64_t rows = static_cast<int64_t>(g.n) * g.oh;
   const int64_t grain = std::max<int64_t>(1, (64 << 10) / std::max<int64_t>(1, static_cast<int64_t>(row_bytes) * g.ow));
   const size_t c = static_cast<size_t>(g.c);
+#if DF_LITE_VNNI_BUILD
+  if (int8_vnni() && g.dw == 1 && g.kw * g.c <= 64) {
+    pool.parallel_for(rows, grain, [&](int64_t lo, int64_t hi) { im2col_rows_short(g, in, pad, dst, row_stride, lo, hi); });
+    return;
+  }
+#endif
   pool.parallel_for(rows, grain, [&](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) {
       const int b = static_cast<int>(r / g.oh), oy = static_cast<int>(r % g.oh);
@@ -190,7 +238,7 @@ DF_LITE_VNNI inline __m512i border_sum(const ConvGeometry& g, const DepthwiseTab
 template <bool kLeft>
 DF_LITE_VNNI inline void store_block(int8_t* dst, __mmask32 valid, __m512i acc_e, __m512i acc_o, const RequantLanes& qe,
                                      const RequantLanes& qo) {
-  const __m128i be = requantize16<false, kLeft>(acc_e, qe), bo = requantize16<false, kLeft>(acc_o, qo);
+  const __m128i be = requantize16_biased<false, kLeft>(acc_e, qe), bo = requantize16_biased<false, kLeft>(acc_o, qo);
   const __m256i bytes =
       _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(be, bo)), _mm_unpackhi_epi8(be, bo), 1);
   _mm256_mask_storeu_epi8(dst, valid, bytes);
@@ -226,8 +274,9 @@ DF_LITE_VNNI void depthwise_rows(const ConvGeometry& g, const DepthwiseTables& t
       auto table = [&](int k, int parity) { return st + (k * 2 + parity) * kLanes; };
       const RequantLanes qe = requant_lanes(table(0, 0), table(1, 0), table(2, 0), table(3, 0), t.zp_out, t.lo, t.hi, false);
       const RequantLanes qo = requant_lanes(table(0, 1), table(1, 1), table(2, 1), table(3, 1), t.zp_out, t.lo, t.hi, false);
-      const __m512i seed_e = _mm512_mullo_epi32(off, _mm512_loadu_si512(table(4, 0)));
-      const __m512i seed_o = _mm512_mullo_epi32(off, _mm512_loadu_si512(table(4, 1)));
+      // The interior sums start at bias + in_offset * (the channel's weight sum).
+      const __m512i seed_e = _mm512_add_epi32(qe.bias, _mm512_mullo_epi32(off, _mm512_loadu_si512(table(4, 0))));
+      const __m512i seed_o = _mm512_add_epi32(qo.bias, _mm512_mullo_epi32(off, _mm512_loadu_si512(table(4, 1))));
       const int16_t* wb = t.split_weights + static_cast<size_t>(blk) * 2 * kBlock;
       const size_t tap_stride = static_cast<size_t>(blocks) * 2 * kBlock;
       for (int ox = 0; ox < g.ow; ++ox) {

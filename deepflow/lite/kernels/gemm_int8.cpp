@@ -110,12 +110,12 @@ void tile_portable(int mr, int panels, int k4, const uint8_t* a, const int8_t* b
 // vpdpbusd does not use).
 template <int MR, int NP, bool kSingle, bool kLeft, bool kFlip>
 DF_LITE_VNNI void tile_vnni(int k4, const uint8_t* a, ptrdiff_t row_stride, ptrdiff_t group_stride, const int8_t* b,
-                            size_t panel_bytes, const Cols* cols, const Int8Requant& q, int8_t* y, int ldy) {
+                            size_t panel_bytes, const Cols* cols, const Int8Requant& /*q*/, int8_t* y, int ldy) {
   __m512i acc[MR][NP];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 2
-    for (int p = 0; p < NP; ++p) acc[i][p] = _mm512_setzero_si512();
+    for (int p = 0; p < NP; ++p) acc[i][p] = _mm512_loadu_si512(cols[p].bias);  // the sums start at the bias
   const int groups = k4 / 4;
   const __m512i flip = _mm512_set1_epi32(static_cast<int32_t>(0x80808080u));
   for (int g = 0; g < groups; ++g, a += group_stride) {
@@ -140,7 +140,7 @@ DF_LITE_VNNI void tile_vnni(int k4, const uint8_t* a, ptrdiff_t row_stride, ptrd
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i)
       _mm_mask_storeu_epi8(y + static_cast<ptrdiff_t>(i) * ldy + p * kNp, valid,
-                           requantize16<kSingle, kLeft>(acc[i][p], lanes));
+                           requantize16_biased<kSingle, kLeft>(acc[i][p], lanes));
   }
 }
 

@@ -146,11 +146,16 @@ DF_LITE_VNNI inline __m128i clamp_to_int8(__m512i r, const RequantLanes& c, bool
   return _mm512_cvtsepi32_epi8(r);
 }
 
+/// requantize(x) for 16 columns whose sums already hold the bias, as bytes.
+template <bool kSingle, bool kLeft>
+DF_LITE_VNNI inline __m128i requantize16_biased(__m512i x, const RequantLanes& c) {
+  return clamp_to_int8(multiply_lanes<kSingle, kLeft>(x, c, c.fold_zp), c, c.fold_zp);
+}
+
 /// requantize(acc + bias) for 16 columns, as bytes.
 template <bool kSingle, bool kLeft>
 DF_LITE_VNNI inline __m128i requantize16(__m512i acc, const RequantLanes& c) {
-  const __m512i x = _mm512_add_epi32(acc, c.bias);
-  return clamp_to_int8(multiply_lanes<kSingle, kLeft>(x, c, c.fold_zp), c, c.fold_zp);
+  return requantize16_biased<kSingle, kLeft>(_mm512_add_epi32(acc, c.bias), c);
 }
 
 DF_LITE_INTRINSICS_END
