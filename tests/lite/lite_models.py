@@ -183,8 +183,22 @@ def int8_models():
     e = L.DepthwiseConv2D(3, dilation_rate=2, padding="same")(e)  # SPACE_TO_BATCH_ND's zero point
     e = L.Conv2D(48, 1)(e)
     dw = keras.Model(d, L.Dense(7)(L.GlobalAveragePooling2D()(e)))
+    # HARD_SWISH, CONCATENATION, SUB, SQUARED_DIFFERENCE, BATCH_MATMUL of two activations,
+    # MEAN over the last axis (MobileNetV3's, DenseNet's and attention's int8 ops).
+    s = keras.Input((6, 6, 4))
+    u = L.Conv2D(8, 3, padding="same", activation="hard_swish")(s)
+    u = L.Concatenate()([u, L.Conv2D(4, 1)(s)])
+    seq = L.Reshape((36, 12))(u)
+    q, k = L.Dense(8)(seq), L.Dense(8)(seq)
+    att = L.Softmax()(L.Lambda(lambda t: tf.matmul(t[0], t[1], transpose_b=True))([q, k]))
+    ctx_ = L.Lambda(lambda t: tf.matmul(t[0], t[1]))([att, L.Dense(8)(seq)])
+    diff = L.Subtract()([ctx_, q])
+    sq = L.Lambda(lambda t: tf.math.squared_difference(t[0], t[1]))([ctx_, k])
+    mixed = L.Concatenate()([diff, sq])
+    mixed = L.Lambda(lambda t: tf.reduce_mean(t, axis=-1, keepdims=True))(mixed) + mixed
+    mix = keras.Model(s, L.Dense(5)(L.Flatten()(mixed)))
     return {"cnn": (cnn, [1, 16, 16, 3]), "mlp": (mlp, [1, 20]), "gap": (gap, [1, 12, 12, 4]),
-            "dw": (dw, [1, 19, 21, 40])}
+            "dw": (dw, [1, 19, 21, 40]), "mix": (mix, [1, 6, 6, 4])}
 
 
 def convert_int8(model, shape, int8_io):

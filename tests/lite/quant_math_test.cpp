@@ -34,6 +34,12 @@ TEST(LiteQuantMath, SaturatingAndRoundingSteps) {
   EXPECT_EQ(rounding_divide_by_pot(7, 2), 2);    // 1.75 -> 2
   EXPECT_EQ(rounding_divide_by_pot(-6, 2), -2);  // -1.5 -> -2
   EXPECT_EQ(rounding_divide_by_pot(9, 0), 9);
+  // Exponents past 31 (an int8 softmax over 1000 classes): the quotient rounded, not x >> (e % 32).
+  EXPECT_EQ(rounding_divide_by_pot(0x7fffffff, 33), 0);      // 0.25 -> 0
+  EXPECT_EQ(rounding_divide_by_pot(-0x7fffffff, 33), 0);
+  EXPECT_EQ(rounding_divide_by_pot(0x7fffffff, 32), 0);      // 0.49999... -> 0
+  EXPECT_EQ(rounding_divide_by_pot(-0x7fffffff - 1, 32), -1);  // -0.5 -> -1 (away from zero)
+  EXPECT_EQ(rounding_divide_by_pot(0x40000000, 31), 1);      // 0.5 -> 1
 }
 
 TEST(LiteQuantMath, MultiplyByQuantizedMultiplierMatchesTheRealProduct) {

@@ -6,6 +6,7 @@
 // LOGISTIC / TANH (a 256-entry table built in float), MEAN over NHWC's spatial axes. register_int8_kernels wraps the float
 // registrations of these ops: an int8 input picks the kernel here, anything else the float one.
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 
@@ -31,7 +32,10 @@ std::vector<int> broadcast_shape(const OpContext& ctx, const Tensor& a, const Te
   return out;
 }
 
-enum class Arith { kAdd, kMul };
+// ADD and SUB: both inputs on twice the larger scale (after a left shift of 20), summed,
+// requantized. SQUARED_DIFFERENCE: the same with a left shift of 7, the difference squared.
+// MUL: the product requantized once.
+enum class Arith { kAdd, kSub, kMul, kSquaredDifference };
 
 // ADD and MUL's parameters, as the element loops need them.
 struct ArithParams {
@@ -40,14 +44,19 @@ struct ArithParams {
   IntRange range;
 };
 constexpr int kAddLeftShift = 20;
+constexpr int kSquaredDifferenceLeftShift = 7;
 
 inline int8_t arith_one(Arith op, int32_t a, int32_t b, const ArithParams& p) {
   const int32_t x1 = a - p.za, x2 = b - p.zb;
   int32_t v;
-  if (op == Arith::kAdd) {
+  if (op == Arith::kAdd || op == Arith::kSub) {
     const int32_t w1 = multiply_by_quantized_multiplier(x1 * (1 << kAddLeftShift), p.m1);
     const int32_t w2 = multiply_by_quantized_multiplier(x2 * (1 << kAddLeftShift), p.m2);
-    v = multiply_by_quantized_multiplier(w1 + w2, p.mo) + p.zo;
+    v = multiply_by_quantized_multiplier(op == Arith::kAdd ? w1 + w2 : w1 - w2, p.mo) + p.zo;
+  } else if (op == Arith::kSquaredDifference) {
+    const int32_t d = multiply_by_quantized_multiplier(x1 * (1 << kSquaredDifferenceLeftShift), p.m1) -
+                      multiply_by_quantized_multiplier(x2 * (1 << kSquaredDifferenceLeftShift), p.m2);
+    v = multiply_by_quantized_multiplier(d * d, p.mo) + p.zo;
   } else {
     v = multiply_by_quantized_multiplier(x1 * x2, p.mo) + p.zo;
   }
@@ -67,10 +76,14 @@ DF_LITE_VNNI void arith_flat_vnni(Arith op, const int8_t* a, const int8_t* b, in
     const __m512i x1 = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, a + i)), za);
     const __m512i x2 = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, b + i)), zb);
     __m512i v;
-    if (op == Arith::kAdd) {
+    if (op == Arith::kAdd || op == Arith::kSub) {
       const __m512i w1 = multiply_lanes<false, true>(_mm512_slli_epi32(x1, kAddLeftShift), l1);
       const __m512i w2 = multiply_lanes<false, true>(_mm512_slli_epi32(x2, kAddLeftShift), l2);
-      v = multiply_lanes<false, true>(_mm512_add_epi32(w1, w2), lo);
+      v = multiply_lanes<false, true>(op == Arith::kAdd ? _mm512_add_epi32(w1, w2) : _mm512_sub_epi32(w1, w2), lo);
+    } else if (op == Arith::kSquaredDifference) {
+      const __m512i d = _mm512_sub_epi32(multiply_lanes<false, true>(_mm512_slli_epi32(x1, kSquaredDifferenceLeftShift), l1),
+                                         multiply_lanes<false, true>(_mm512_slli_epi32(x2, kSquaredDifferenceLeftShift), l2));
+      v = multiply_lanes<false, true>(_mm512_mullo_epi32(d, d), lo);
     } else {
       v = multiply_lanes<false, true>(_mm512_mullo_epi32(x1, x2), lo);
     }
@@ -85,6 +98,7 @@ class ArithInt8 final : public Kernel {
   ArithInt8(const OpContext& ctx, Arith op) : op_(op) {
     if (const auto* o = ctx.options<fb::AddOptions>()) act_ = o->fused_activation_function();
     if (const auto* o = ctx.options<fb::MulOptions>()) act_ = o->fused_activation_function();
+    if (const auto* o = ctx.options<fb::SubOptions>()) act_ = o->fused_activation_function();
   }
   void prepare(OpContext& ctx) override {
     const Tensor& a = ctx.input(0);
@@ -96,12 +110,18 @@ class ArithInt8 final : public Kernel {
     const std::vector<int> shape = broadcast_shape(ctx, a, b);
     range_ = activation_range_q(act_, y);
     const double s1 = a.quant.scale[0], s2 = b.quant.scale[0], so = y.quant.scale[0];
-    if (op_ == Arith::kAdd) {
+    if (op_ == Arith::kAdd || op_ == Arith::kSub) {
       // LiteRT's Prepare: twice the larger input scale, computed in float and then widened.
       const double twice_max = static_cast<double>(2.f * std::max(a.quant.scale[0], b.quant.scale[0]));
       m1_ = quantize_multiplier(s1 / twice_max);
       m2_ = quantize_multiplier(s2 / twice_max);
       mo_ = quantize_multiplier(twice_max / ((1 << kAddLeftShift) * so));
+    } else if (op_ == Arith::kSquaredDifference) {
+      // Here LiteRT doubles in double; the output multiplier is over the squared scale.
+      const double twice_max = 2.0 * std::max(a.quant.scale[0], b.quant.scale[0]);
+      m1_ = quantize_multiplier(s1 / twice_max);
+      m2_ = quantize_multiplier(s2 / twice_max);
+      mo_ = quantize_multiplier(twice_max * twice_max / ((1 << (2 * kSquaredDifferenceLeftShift)) * so));
     } else {
       mo_ = quantize_multiplier(s1 * s2 / so);
     }
@@ -357,9 +377,75 @@ class TableInt8 final : public Kernel {
   int8_t table_[256] = {};
 };
 
-// MEAN over the spatial axes [1, 2] of an NHWC tensor (global average pooling): the sum of
-// (q - zp_in) requantized once by s_in / s_out / count, which is how LiteRT 2.3's int8 MEAN
-// rounds (checked element by element against it; dividing after requantizing differs).
+// HARD_SWISH, x * relu6(x + 3) / 6, in LiteRT's 16-bit fixed point (reference_ops::HardSwish
+// with HardSwishPrepare's multipliers), tabulated for the 256 inputs at prepare.
+int16_t srdhm16(int16_t a, int16_t b) {  // gemmlowp's int16 SaturatingRoundingDoublingHighMul
+  if (a == b && a == INT16_MIN) return INT16_MAX;
+  const int32_t ab = static_cast<int32_t>(a) * b;
+  const int32_t nudge = ab >= 0 ? (1 << 14) : (1 - (1 << 14));
+  return static_cast<int16_t>((ab + nudge) / (1 << 15));
+}
+int16_t sdhm16(int16_t a, int16_t b) {  // the same without rounding (truncating division)
+  if (a == b && a == INT16_MIN) return INT16_MAX;
+  return static_cast<int16_t>(static_cast<int32_t>(a) * b / (1 << 15));
+}
+int16_t saturating_left_shift16(int16_t v, int amount) {
+  return static_cast<int16_t>(std::clamp<int64_t>(static_cast<int64_t>(v) * (int64_t{1} << amount), INT16_MIN, INT16_MAX));
+}
+// DownScaleInt32ToInt16Multiplier: the top 16 bits of a Q31 multiplier, rounded.
+int16_t downscale_multiplier(int32_t m) {
+  constexpr int32_t kRound = 1 << 15;
+  if (m >= INT32_MAX - kRound) return INT16_MAX;
+  return static_cast<int16_t>((m + kRound) >> 16);
+}
+
+class HardSwishInt8 final : public Kernel {
+ public:
+  explicit HardSwishInt8(const OpContext&) {}
+  void prepare(OpContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    Tensor& y = ctx.output(0);
+    require_int8(ctx, x, "input");
+    require_int8(ctx, y, "output");
+    // The multipliers in float, as LiteRT computes them.
+    const float hires_input_scale = (1.0f / 128.0f) * x.quant.scale[0];
+    const float reluish_scale = 3.0f / 32768.0f;
+    const QuantizedMultiplier out_m = quantize_multiplier(hires_input_scale / y.quant.scale[0]);
+    const QuantizedMultiplier relu_m = quantize_multiplier(hires_input_scale / reluish_scale);
+    DF_LITE_OP_CHECK(ctx, out_m.shift <= 0, "input scale ", x.quant.scale[0], " / output scale ", y.quant.scale[0],
+                     " is too large (the output multiplier must be below 1)");
+    const int16_t out16 = downscale_multiplier(out_m.multiplier), relu16 = downscale_multiplier(relu_m.multiplier);
+    const int32_t zin = zero_point(x), zout = zero_point(y);
+    for (int32_t v = kQMin; v <= kQMax; ++v) {
+      const auto input = static_cast<int16_t>(v - zin);
+      const auto hires = static_cast<int16_t>(input * (1 << 7));
+      const int16_t preshift_out = srdhm16(hires, out16);
+      int16_t reluish = hires;
+      if (relu_m.shift > 0) reluish = saturating_left_shift16(reluish, relu_m.shift - 1);
+      reluish = srdhm16(reluish, relu16);
+      if (relu_m.shift > 0) reluish = saturating_left_shift16(reluish, 1);
+      if (relu_m.shift < 0) reluish = static_cast<int16_t>(rounding_divide_by_pot(reluish, -relu_m.shift));
+      reluish = static_cast<int16_t>((reluish + (1 << 15)) >> 1);
+      const int16_t preshift = sdhm16(reluish, preshift_out);
+      const int32_t out = rounding_divide_by_pot(preshift, -out_m.shift) + zout;
+      table_[static_cast<uint8_t>(static_cast<int8_t>(v))] = static_cast<int8_t>(std::clamp(out, kQMin, kQMax));
+    }
+    ctx.resize_output(0, x.shape);
+  }
+  void eval(OpContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const int8_t* in = x.data<int8_t>();
+    int8_t* out = ctx.output(0).data<int8_t>();
+    for (int64_t i = 0, n = x.num_elements(); i < n; ++i) out[i] = table_[static_cast<uint8_t>(in[i])];
+  }
+
+ private:
+  int8_t table_[256] = {};
+};
+
+// MEAN over any axes: the sum of (q - zp_in) requantized once by s_in / s_out / count,
+// which is how LiteRT 2.3's int8 MEAN rounds (checked element by element against it;
+// dividing after requantizing differs).
 class MeanInt8 final : public Kernel {
  public:
   explicit MeanInt8(const OpContext& ctx) {
@@ -375,32 +461,61 @@ class MeanInt8 final : public Kernel {
     for (int& a : axes)
       if (a < 0) a += x.rank();
     std::sort(axes.begin(), axes.end());
-    DF_LITE_OP_CHECK(ctx, x.rank() == 4 && axes == std::vector<int>({1, 2}), "int8 MEAN over axes ",
-                     shape_string(axes), " of ", shape_string(x.shape), " is not supported yet (only [1,2] of NHWC)");
-    const int count = x.dim(1) * x.dim(2);
+    axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+    reduced_.assign(static_cast<size_t>(x.rank()), false);
+    for (int a : axes) {
+      DF_LITE_OP_CHECK(ctx, a >= 0 && a < x.rank(), "axis out of range for input ", shape_string(x.shape));
+      reduced_[static_cast<size_t>(a)] = true;
+    }
+    int64_t count = 1;
+    std::vector<int> shape;
+    for (int d = 0; d < x.rank(); ++d) {
+      if (reduced_[static_cast<size_t>(d)]) count *= x.dim(d);
+      if (!reduced_[static_cast<size_t>(d)]) shape.push_back(x.dim(d));
+      else if (keep_dims_) shape.push_back(1);
+    }
     DF_LITE_OP_CHECK(ctx, count > 0, "input ", shape_string(x.shape), " has no elements to average");
-    mult_ = quantize_multiplier(static_cast<double>(x.quant.scale[0]) / static_cast<double>(y.quant.scale[0]) / count);
-    if (keep_dims_) ctx.resize_output(0, {x.dim(0), 1, 1, x.dim(3)});
-    else ctx.resize_output(0, {x.dim(0), x.dim(3)});
+    mult_ = quantize_multiplier(static_cast<double>(x.quant.scale[0]) / static_cast<double>(y.quant.scale[0]) /
+                                static_cast<double>(count));
+    ctx.resize_output(0, shape);
   }
   void eval(OpContext& ctx) override {
     const Tensor& x = ctx.input(0);
     Tensor& y = ctx.output(0);
-    const int n = x.dim(0), hw = x.dim(1) * x.dim(2), c = x.dim(3);
     const int32_t zin = zero_point(x), zout = zero_point(y);
     const int8_t* in = x.data<int8_t>();
     int8_t* out = y.data<int8_t>();
-    for (int b = 0; b < n; ++b)
-      for (int k = 0; k < c; ++k) {
-        int32_t acc = 0;
-        for (int p = 0; p < hw; ++p) acc += in[(static_cast<int64_t>(b) * hw + p) * c + k] - zin;
-        acc = multiply_by_quantized_multiplier(acc, mult_);
-        out[static_cast<int64_t>(b) * c + k] = static_cast<int8_t>(std::min(std::max(acc + zout, kQMin), kQMax));
+    // Each input element's output index: the kept dimensions' coordinates, row major.
+    const int rank = x.rank();
+    std::vector<int64_t> out_stride(static_cast<size_t>(rank), 0);
+    int64_t s = 1;
+    for (int d = rank - 1; d >= 0; --d)
+      if (!reduced_[static_cast<size_t>(d)]) {
+        out_stride[static_cast<size_t>(d)] = s;
+        s *= x.dim(d);
       }
+    sums_.assign(static_cast<size_t>(y.num_elements()), 0);
+    std::vector<int> idx(static_cast<size_t>(rank), 0);
+    int64_t o = 0;
+    for (int64_t i = 0, n = x.num_elements(); i < n; ++i) {
+      sums_[static_cast<size_t>(o)] += in[i] - zin;
+      for (int d = rank - 1; d >= 0; --d) {  // the next coordinate, and its output index
+        o += out_stride[static_cast<size_t>(d)];
+        if (++idx[static_cast<size_t>(d)] < x.dim(d)) break;
+        o -= out_stride[static_cast<size_t>(d)] * x.dim(d);
+        idx[static_cast<size_t>(d)] = 0;
+      }
+    }
+    for (int64_t k = 0, n = y.num_elements(); k < n; ++k) {
+      const int32_t v = multiply_by_quantized_multiplier(sums_[static_cast<size_t>(k)], mult_) + zout;
+      out[k] = static_cast<int8_t>(std::min(std::max(v, kQMin), kQMax));
+    }
   }
 
  private:
   bool keep_dims_ = false;
+  std::vector<bool> reduced_;
+  std::vector<int32_t> sums_;
   QuantizedMultiplier mult_;
 };
 
@@ -427,12 +542,17 @@ void register_int8_kernels(OpResolver& r) {
   wrap(r, B::FULLY_CONNECTED, [](const OpContext& c) { return make_fully_connected_int8(c); });
   wrap(r, B::ADD, [](const OpContext& c) { return std::unique_ptr<Kernel>(new ArithInt8(c, Arith::kAdd)); });
   wrap(r, B::MUL, [](const OpContext& c) { return std::unique_ptr<Kernel>(new ArithInt8(c, Arith::kMul)); });
+  wrap(r, B::SUB, [](const OpContext& c) { return std::unique_ptr<Kernel>(new ArithInt8(c, Arith::kSub)); });
+  wrap(r, B::SQUARED_DIFFERENCE,
+       [](const OpContext& c) { return std::unique_ptr<Kernel>(new ArithInt8(c, Arith::kSquaredDifference)); });
   wrap(r, B::MAX_POOL_2D, [](const OpContext& c) { return std::unique_ptr<Kernel>(new PoolInt8(c, true)); });
   wrap(r, B::AVERAGE_POOL_2D, [](const OpContext& c) { return std::unique_ptr<Kernel>(new PoolInt8(c, false)); });
   wrap(r, B::SOFTMAX, [](const OpContext& c) { return std::unique_ptr<Kernel>(new SoftmaxInt8(c)); });
   wrap(r, B::MEAN, [](const OpContext& c) { return std::unique_ptr<Kernel>(new MeanInt8(c)); });
   wrap(r, B::LOGISTIC, [](const OpContext& c) { return std::unique_ptr<Kernel>(new TableInt8(c, false)); });
   wrap(r, B::TANH, [](const OpContext& c) { return std::unique_ptr<Kernel>(new TableInt8(c, true)); });
+  wrap(r, B::HARD_SWISH, [](const OpContext& c) { return std::unique_ptr<Kernel>(new HardSwishInt8(c)); });
+  wrap(r, B::BATCH_MATMUL, [](const OpContext& c) { return make_batch_matmul_int8(c); });
 }
 
 }  // namespace deepflow::lite

@@ -86,5 +86,7 @@ inline int8_t requantize_once(int32_t acc, QuantizedMultiplier m, int32_t zp_out
 /// The int8 CONV_2D (depthwise: DEPTHWISE_CONV_2D) and FULLY_CONNECTED kernels (conv_int8.cpp).
 std::unique_ptr<Kernel> make_conv_int8(const OpContext& ctx, bool depthwise);
 std::unique_ptr<Kernel> make_fully_connected_int8(const OpContext& ctx);
+/// The int8 BATCH_MATMUL kernel (batch_matmul_int8.cpp).
+std::unique_ptr<Kernel> make_batch_matmul_int8(const OpContext& ctx);
 
 }  // namespace deepflow::lite

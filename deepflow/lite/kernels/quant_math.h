@@ -45,11 +45,13 @@ inline int32_t saturating_rounding_doubling_high_mul(int32_t a, int32_t b) {
   return static_cast<int32_t>((p + nudge) / (int64_t{1} << 31));
 }
 
-/// RoundingDivideByPOT: x / 2^e rounded to nearest, ties away from zero.
+/// RoundingDivideByPOT: x / 2^e rounded to nearest, ties away from zero. In 64 bits, so that
+/// exponents of 32 and more (an int8 SOFTMAX over a thousand classes asks for 33) give the
+/// rounded quotient (0 or +-1) instead of a shift past the width.
 inline int32_t rounding_divide_by_pot(int32_t x, int e) {
-  const int32_t mask = static_cast<int32_t>((int64_t{1} << e) - 1);
-  const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
-  return (x >> e) + ((x & mask) > threshold ? 1 : 0);
+  const int64_t mask = (int64_t{1} << e) - 1;
+  const int64_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return static_cast<int32_t>((static_cast<int64_t>(x) >> e) + ((static_cast<int64_t>(x) & mask) > threshold ? 1 : 0));
 }
 
 /// MultiplyByQuantizedMultiplier rounding twice (LiteRT's reference kernels).

@@ -180,7 +180,21 @@ class Concatenation final : public Kernel {
                          shape_string(t.shape), ", input 0 ", shape_string(first.shape), " (axis ", axis_norm_, ")");
       shape[static_cast<size_t>(axis_norm_)] += t.dim(axis_norm_);
     }
-    DF_LITE_OP_CHECK(ctx, !first.quantized() || first.type == DType::kFloat32, "quantized inputs are not supported yet");
+    const Tensor& out = ctx.output(0);
+    if (first.quantized() && first.type != DType::kFloat32) {
+      // As LiteRT: quantized inputs share the output's parameters (converters make them so),
+      // so the bytes are copied as they are.
+      DF_LITE_OP_CHECK(ctx, act_ == fb::ActivationFunctionType::NONE, "a fused activation on quantized inputs");
+      DF_LITE_OP_CHECK(ctx, out.quantized(), "output '", out.name, "' has no quantization parameters");
+      auto zp = [](const Tensor& t) { return t.quant.zero_point.empty() ? int64_t{0} : t.quant.zero_point[0]; };
+      for (int k = 0; k < ctx.num_inputs(); ++k) {
+        const Tensor& t = ctx.input(k);
+        const float scale = t.quantized() ? t.quant.scale[0] : 0.f;
+        DF_LITE_OP_CHECK(ctx, t.quantized() && scale == out.quant.scale[0] && zp(t) == zp(out), "input ", k, " '",
+                         t.name, "' is quantized with scale ", scale, " and zero point ", zp(t), ", the output with ",
+                         out.quant.scale[0], " and ", zp(out), "; quantized inputs must share the output's parameters");
+      }
+    }
     ctx.resize_output(0, shape);
   }
   void eval(OpContext& ctx) override {
