@@ -197,8 +197,14 @@ def int8_models():
     mixed = L.Concatenate()([diff, sq])
     mixed = L.Lambda(lambda t: tf.reduce_mean(t, axis=-1, keepdims=True))(mixed) + mixed
     mix = keras.Model(s, L.Dense(5)(L.Flatten()(mixed)))
+    # A transformer block: attention, layer norms (MEAN, SQUARED_DIFFERENCE, RSQRT) and GELU.
+    t = keras.Input((12, 16))
+    a = L.MultiHeadAttention(2, 8)(t, t)
+    h = L.LayerNormalization()(t + a)
+    h = L.LayerNormalization()(h + L.Dense(16)(L.Dense(32, activation="gelu")(h)))
+    attn = keras.Model(t, L.Dense(4)(L.GlobalAveragePooling1D()(h)))
     return {"cnn": (cnn, [1, 16, 16, 3]), "mlp": (mlp, [1, 20]), "gap": (gap, [1, 12, 12, 4]),
-            "dw": (dw, [1, 19, 21, 40]), "mix": (mix, [1, 6, 6, 4])}
+            "dw": (dw, [1, 19, 21, 40]), "mix": (mix, [1, 6, 6, 4]), "attn": (attn, [1, 12, 16])}
 
 
 def convert_int8(model, shape, int8_io):

@@ -86,4 +86,41 @@ inline int32_t reciprocal(int32_t x, int integer_digits, int* bits_over_unit) {
   return one_over_one_plus_x_for_x_in_0_1(shifted_minus_one);
 }
 
+/// 1 / sqrt(x) for x > 1 as a Q0.31 multiplier and a shift (LiteRT's
+/// GetInvSqrtQuantizedMultiplierExp: five Newton-Raphson steps in Q3.28 from a guess of 1);
+/// reverse_shift -1 makes the shift a left shift, as LiteRT's RSQRT asks for.
+inline void inv_sqrt_multiplier_exp(int32_t input, int reverse_shift, int32_t* multiplier, int* shift) {
+  if (input <= 1) {  // 0 (invalid) and 1 (whose general case overflows) as LiteRT treats them
+    *multiplier = std::numeric_limits<int32_t>::max();
+    *shift = 0;
+    return;
+  }
+  *shift = 11;
+  while (input >= (1 << 29)) {
+    input /= 4;
+    ++*shift;
+  }
+  const unsigned max_left_shift_bits = static_cast<unsigned>(__builtin_clz(static_cast<uint32_t>(input))) - 1;
+  const unsigned left_shift_bit_pairs = max_left_shift_bits / 2 - 1;
+  *shift -= static_cast<int>(left_shift_bit_pairs);
+  input <<= 2 * left_shift_bit_pairs;
+  // Q3.28 throughout: products of two Q3 values are Q6, of three Q9, rescaled back to Q3.
+  const int32_t fixed_input = input >> 1;
+  const int32_t half_input = saturating_rounding_mul_by_pot(fixed_input, -1);
+  constexpr int32_t kHalfThree = (1 << 28) + (1 << 27);  // 1.5
+  int32_t x = 1 << 28;                                  // 1.0
+  for (int i = 0; i < 5; ++i) {
+    const int32_t x3 = rescale(mul(mul(x, x), x), 9, 3);
+    x = rescale(mul(kHalfThree, x) - mul(half_input, x3), 6, 3);
+  }
+  constexpr int32_t kHalfSqrt2 = 1518500250;  // sqrt(2) / 2, Q0.31
+  x = mul(x, kHalfSqrt2);
+  *multiplier = x;
+  if (*shift < 0) {
+    *multiplier = static_cast<int32_t>(static_cast<uint32_t>(*multiplier) << -*shift);
+    *shift = 0;
+  }
+  *shift *= reverse_shift;
+}
+
 }  // namespace deepflow::lite::fixed

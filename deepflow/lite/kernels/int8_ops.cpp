@@ -346,11 +346,30 @@ class SoftmaxInt8 final : public Kernel {
   int32_t diff_min_ = 0;
 };
 
-// LOGISTIC and TANH: a table of the 256 outputs, each computed in float from the input's
-// real value and rounded to the output's parameters (LiteRT's PopulateLookupTable).
+// LOGISTIC, TANH and GELU: a table of the 256 outputs, each computed in float from the
+// input's real value and rounded to the output's parameters (LiteRT's LUTPopulate, with
+// its transforms' exact float and double expressions).
+enum class Table { kLogistic, kTanh, kGelu, kGeluApproximate };
+
+float table_transform(Table t, float v) {
+  switch (t) {
+    case Table::kLogistic: return 1.f / (1.f + std::exp(-v));
+    case Table::kTanh: return std::tanh(v);
+    case Table::kGelu: return static_cast<float>(0.5f * v * (1.f + std::erf(v * M_SQRT1_2)));
+    case Table::kGeluApproximate: {
+      constexpr auto kSqrt2OverPi = static_cast<float>(M_2_SQRTPI * M_SQRT1_2);
+      return 0.5f * v * (1.f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
+    }
+  }
+  return v;
+}
+
 class TableInt8 final : public Kernel {
  public:
-  TableInt8(const OpContext&, bool tanh) : tanh_(tanh) {}
+  TableInt8(const OpContext& ctx, Table kind) : kind_(kind) {
+    if (kind_ == Table::kGelu)
+      if (const auto* o = ctx.options<fb::GeluOptions>(); o && o->approximate()) kind_ = Table::kGeluApproximate;
+  }
   void prepare(OpContext& ctx) override {
     const Tensor& x = ctx.input(0);
     Tensor& y = ctx.output(0);
@@ -359,7 +378,7 @@ class TableInt8 final : public Kernel {
     const float inverse_scale = 1.f / y.quant.scale[0];
     for (int32_t v = kQMin; v <= kQMax; ++v) {
       const float real = x.quant.scale[0] * static_cast<float>(v - zero_point(x));
-      const float f = tanh_ ? std::tanh(real) : 1.f / (1.f + std::exp(-real));
+      const float f = table_transform(kind_, real);
       const auto q = static_cast<int32_t>(std::round(f * inverse_scale) + static_cast<float>(zero_point(y)));
       table_[static_cast<uint8_t>(static_cast<int8_t>(v))] = static_cast<int8_t>(std::min(std::max(q, kQMin), kQMax));
     }
@@ -373,7 +392,52 @@ class TableInt8 final : public Kernel {
   }
 
  private:
-  bool tanh_;
+  Table kind_;
+  int8_t table_[256] = {};
+};
+
+// RSQRT: per input value, LiteRT's integer 1/sqrt (fixed::inv_sqrt_multiplier_exp) times
+// 1 / (sqrt(s_in) s_out), tabulated; inputs below the zero point (negative reals) are an error.
+class RsqrtInt8 final : public Kernel {
+ public:
+  explicit RsqrtInt8(const OpContext&) {}
+  void prepare(OpContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    Tensor& y = ctx.output(0);
+    require_int8(ctx, x, "input");
+    require_int8(ctx, y, "output");
+    // sqrt and product in float, the reciprocal in double, as LiteRT's prepare.
+    const QuantizedMultiplier m = quantize_multiplier(1. / (std::sqrt(x.quant.scale[0]) * y.quant.scale[0]));
+    zin_ = zero_point(x);
+    const int32_t zout = zero_point(y);
+    constexpr int kShift = 20;
+    for (int32_t v = kQMin; v <= kQMax; ++v) {
+      const int32_t value = v - zin_;
+      int32_t out = kQMax;  // 0: the largest output, as LiteRT; below 0: refused at eval
+      if (value > 0) {
+        QuantizedMultiplier inv;
+        fixed::inv_sqrt_multiplier_exp(value, -1, &inv.multiplier, &inv.shift);
+        inv.shift += kShift;
+        const int32_t data = multiply_by_quantized_multiplier(1, inv);
+        out = multiply_by_quantized_multiplier(data, {m.multiplier, m.shift - kShift}) + zout;
+      }
+      table_[static_cast<uint8_t>(static_cast<int8_t>(v))] = static_cast<int8_t>(std::clamp(out, kQMin, kQMax));
+    }
+    ctx.resize_output(0, x.shape);
+  }
+  void eval(OpContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const int8_t* in = x.data<int8_t>();
+    int8_t* out = ctx.output(0).data<int8_t>();
+    for (int64_t i = 0, n = x.num_elements(); i < n; ++i) {
+      DF_LITE_OP_CHECK(ctx, in[i] >= zin_, "input '", x.name, "' element ", i, " is ", static_cast<int>(in[i]),
+                       ", below the zero point ", zin_, ": RSQRT is only defined for positive values");
+      out[i] = table_[static_cast<uint8_t>(in[i])];
+    }
+  }
+
+ private:
+  int32_t zin_ = 0;
   int8_t table_[256] = {};
 };
 
@@ -443,9 +507,10 @@ class HardSwishInt8 final : public Kernel {
   int8_t table_[256] = {};
 };
 
-// MEAN over any axes: the sum of (q - zp_in) requantized once by s_in / s_out / count,
-// which is how LiteRT 2.3's int8 MEAN rounds (checked element by element against it;
-// dividing after requantizing differs).
+// MEAN. Over NHWC's spatial axes [1, 2]: the sum of (q - zp_in) requantized once by
+// s_in / s_out / count, which is how LiteRT 2.3's int8 MEAN rounds there (checked element by
+// element against it; dividing after requantizing differs). Over other axes LiteRT's general
+// path folds 1 / count into the multiplier of s_in / s_out in integers (prepare).
 class MeanInt8 final : public Kernel {
  public:
   explicit MeanInt8(const OpContext& ctx) {
@@ -477,6 +542,18 @@ class MeanInt8 final : public Kernel {
     DF_LITE_OP_CHECK(ctx, count > 0, "input ", shape_string(x.shape), " has no elements to average");
     mult_ = quantize_multiplier(static_cast<double>(x.quant.scale[0]) / static_cast<double>(y.quant.scale[0]) /
                                 static_cast<double>(count));
+    spatial_ = x.rank() == 4 && axes == std::vector<int>({1, 2});
+    if (!spatial_) {
+      // LiteRT's QuantizedMeanOrSum: s_in / s_out quantized, then 1 / count folded into it in
+      // integers (a shift of floor(log2 count), clamped, and a truncating division).
+      QuantizedMultiplier m = quantize_multiplier(static_cast<double>(x.quant.scale[0]) / static_cast<double>(y.quant.scale[0]));
+      int shift = 63 - __builtin_clzll(static_cast<uint64_t>(count));
+      shift = std::min(shift, 32);
+      shift = std::min(shift, 31 + m.shift);
+      m.multiplier = static_cast<int32_t>((static_cast<int64_t>(m.multiplier) << shift) / count);
+      m.shift -= shift;
+      mult_ = m;
+    }
     ctx.resize_output(0, shape);
   }
   void eval(OpContext& ctx) override {
@@ -494,11 +571,12 @@ class MeanInt8 final : public Kernel {
         out_stride[static_cast<size_t>(d)] = s;
         s *= x.dim(d);
       }
+    const int32_t offset = zin;
     sums_.assign(static_cast<size_t>(y.num_elements()), 0);
     std::vector<int> idx(static_cast<size_t>(rank), 0);
     int64_t o = 0;
     for (int64_t i = 0, n = x.num_elements(); i < n; ++i) {
-      sums_[static_cast<size_t>(o)] += in[i] - zin;
+      sums_[static_cast<size_t>(o)] += in[i] - offset;
       for (int d = rank - 1; d >= 0; --d) {  // the next coordinate, and its output index
         o += out_stride[static_cast<size_t>(d)];
         if (++idx[static_cast<size_t>(d)] < x.dim(d)) break;
@@ -514,6 +592,7 @@ class MeanInt8 final : public Kernel {
 
  private:
   bool keep_dims_ = false;
+  bool spatial_ = false;  // axes [1, 2] of NHWC: LiteRT's dedicated mean; other axes: its general one
   std::vector<bool> reduced_;
   std::vector<int32_t> sums_;
   QuantizedMultiplier mult_;
@@ -549,8 +628,10 @@ void register_int8_kernels(OpResolver& r) {
   wrap(r, B::AVERAGE_POOL_2D, [](const OpContext& c) { return std::unique_ptr<Kernel>(new PoolInt8(c, false)); });
   wrap(r, B::SOFTMAX, [](const OpContext& c) { return std::unique_ptr<Kernel>(new SoftmaxInt8(c)); });
   wrap(r, B::MEAN, [](const OpContext& c) { return std::unique_ptr<Kernel>(new MeanInt8(c)); });
-  wrap(r, B::LOGISTIC, [](const OpContext& c) { return std::unique_ptr<Kernel>(new TableInt8(c, false)); });
-  wrap(r, B::TANH, [](const OpContext& c) { return std::unique_ptr<Kernel>(new TableInt8(c, true)); });
+  wrap(r, B::LOGISTIC, [](const OpContext& c) { return std::unique_ptr<Kernel>(new TableInt8(c, Table::kLogistic)); });
+  wrap(r, B::TANH, [](const OpContext& c) { return std::unique_ptr<Kernel>(new TableInt8(c, Table::kTanh)); });
+  wrap(r, B::GELU, [](const OpContext& c) { return std::unique_ptr<Kernel>(new TableInt8(c, Table::kGelu)); });
+  wrap(r, B::RSQRT, [](const OpContext& c) { return std::unique_ptr<Kernel>(new RsqrtInt8(c)); });
   wrap(r, B::HARD_SWISH, [](const OpContext& c) { return std::unique_ptr<Kernel>(new HardSwishInt8(c)); });
   wrap(r, B::BATCH_MATMUL, [](const OpContext& c) { return make_batch_matmul_int8(c); });
 }
