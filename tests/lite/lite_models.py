@@ -204,7 +204,10 @@ def int8_models():
     h = L.LayerNormalization()(h + L.Dense(16)(L.Dense(32, activation="gelu")(h)))
     attn = keras.Model(t, L.Dense(4)(L.GlobalAveragePooling1D()(h)))
     return {"cnn": (cnn, [1, 16, 16, 3]), "mlp": (mlp, [1, 20]), "gap": (gap, [1, 12, 12, 4]),
-            "dw": (dw, [1, 19, 21, 40]), "mix": (mix, [1, 6, 6, 4]), "attn": (attn, [1, 12, 16])}
+            "dw": (dw, [1, 19, 21, 40]), "mix": (mix, [1, 6, 6, 4]), "attn": (attn, [1, 12, 16]),
+            # Untrained: tiny scales deep inside reach HARD_SWISH's and MEAN's rounding corners.
+            "mnv3": (keras.applications.MobileNetV3Small(weights=None, input_shape=(64, 64, 3), classifier_activation=None),
+                     [1, 64, 64, 3])}
 
 
 def convert_int8(model, shape, int8_io):

@@ -456,6 +456,15 @@ int16_t sdhm16(int16_t a, int16_t b) {  // the same without rounding (truncating
 int16_t saturating_left_shift16(int16_t v, int amount) {
   return static_cast<int16_t>(std::clamp<int64_t>(static_cast<int64_t>(v) * (int64_t{1} << amount), INT16_MIN, INT16_MAX));
 }
+// gemmlowp's RoundingDivideByPOT on int16, quirks included: past 15 the mask wraps to all
+// ones, so a non-negative x gives 1 and a negative one -1 (LiteRT's HARD_SWISH meets this
+// on layers with tiny scales).
+int16_t rounding_divide_by_pot16(int16_t x, int e) {
+  const auto mask = static_cast<int16_t>((int64_t{1} << e) - 1);
+  const int threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  const int shifted = e >= 31 ? (x < 0 ? -1 : 0) : (x >> e);
+  return static_cast<int16_t>(shifted + ((x & mask) > threshold ? 1 : 0));
+}
 // DownScaleInt32ToInt16Multiplier: the top 16 bits of a Q31 multiplier, rounded.
 int16_t downscale_multiplier(int32_t m) {
   constexpr int32_t kRound = 1 << 15;
@@ -488,10 +497,10 @@ class HardSwishInt8 final : public Kernel {
       if (relu_m.shift > 0) reluish = saturating_left_shift16(reluish, relu_m.shift - 1);
       reluish = srdhm16(reluish, relu16);
       if (relu_m.shift > 0) reluish = saturating_left_shift16(reluish, 1);
-      if (relu_m.shift < 0) reluish = static_cast<int16_t>(rounding_divide_by_pot(reluish, -relu_m.shift));
+      if (relu_m.shift < 0) reluish = rounding_divide_by_pot16(reluish, -relu_m.shift);
       reluish = static_cast<int16_t>((reluish + (1 << 15)) >> 1);
       const int16_t preshift = sdhm16(reluish, preshift_out);
-      const int32_t out = rounding_divide_by_pot(preshift, -out_m.shift) + zout;
+      const int32_t out = rounding_divide_by_pot16(preshift, -out_m.shift) + zout;
       table_[static_cast<uint8_t>(static_cast<int8_t>(v))] = static_cast<int8_t>(std::clamp(out, kQMin, kQMax));
     }
     ctx.resize_output(0, x.shape);
@@ -507,10 +516,9 @@ class HardSwishInt8 final : public Kernel {
   int8_t table_[256] = {};
 };
 
-// MEAN. Over NHWC's spatial axes [1, 2]: the sum of (q - zp_in) requantized once by
-// s_in / s_out / count, which is how LiteRT 2.3's int8 MEAN rounds there (checked element by
-// element against it; dividing after requantizing differs). Over other axes LiteRT's general
-// path folds 1 / count into the multiplier of s_in / s_out in integers (prepare).
+// MEAN over any axes: the sum of (q - zp_in) requantized by s_in / s_out / count, with
+// LiteRT's multiplier: s_in / s_out quantized first, 1 / count folded in afterwards in integers
+// (quantizing s_in / s_out / count directly differs now and then by one step).
 class MeanInt8 final : public Kernel {
  public:
   explicit MeanInt8(const OpContext& ctx) {
@@ -540,12 +548,9 @@ class MeanInt8 final : public Kernel {
       else if (keep_dims_) shape.push_back(1);
     }
     DF_LITE_OP_CHECK(ctx, count > 0, "input ", shape_string(x.shape), " has no elements to average");
-    mult_ = quantize_multiplier(static_cast<double>(x.quant.scale[0]) / static_cast<double>(y.quant.scale[0]) /
-                                static_cast<double>(count));
-    spatial_ = x.rank() == 4 && axes == std::vector<int>({1, 2});
-    if (!spatial_) {
-      // LiteRT's QuantizedMeanOrSum: s_in / s_out quantized, then 1 / count folded into it in
-      // integers (a shift of floor(log2 count), clamped, and a truncating division).
+    {
+      // LiteRT's Mean (and QuantizedMeanOrSum): s_in / s_out quantized, then 1 / count folded
+      // into it in integers (a shift of floor(log2 count), clamped, and a truncating division).
       QuantizedMultiplier m = quantize_multiplier(static_cast<double>(x.quant.scale[0]) / static_cast<double>(y.quant.scale[0]));
       int shift = 63 - __builtin_clzll(static_cast<uint64_t>(count));
       shift = std::min(shift, 32);
@@ -592,7 +597,6 @@ class MeanInt8 final : public Kernel {
 
  private:
   bool keep_dims_ = false;
-  bool spatial_ = false;  // axes [1, 2] of NHWC: LiteRT's dedicated mean; other axes: its general one
   std::vector<bool> reduced_;
   std::vector<int32_t> sums_;
   QuantizedMultiplier mult_;
