@@ -65,33 +65,51 @@ inline int8_t arith_one(Arith op, int32_t a, int32_t b, const ArithParams& p) {
 
 #if DF_LITE_VNNI_BUILD
 DF_LITE_INTRINSICS_BEGIN
-// Inputs of the output's shape: 16 elements per step, the same arithmetic lane by lane.
-DF_LITE_VNNI void arith_flat_vnni(Arith op, const int8_t* a, const int8_t* b, int8_t* y, int64_t n, const ArithParams& p) {
+// rows x cols outputs; row r's inputs at a + r * a_row and b + r * b_row (0: an operand
+// repeated on every row, a per-channel constant). 16 elements per step, the same arithmetic
+// lane by lane.
+DF_LITE_VNNI void arith_rows_vnni(Arith op, const int8_t* a, int64_t a_row, const int8_t* b, int64_t b_row, int8_t* y,
+                                  int64_t rows, int64_t cols, const ArithParams& p) {
   const RequantLanes l1 = requant_lanes_uniform(p.m1, false, 0, kQMin, kQMax);
   const RequantLanes l2 = requant_lanes_uniform(p.m2, false, 0, kQMin, kQMax);
   const RequantLanes lo = requant_lanes_uniform(p.mo, false, p.zo, p.range.lo, p.range.hi);
   const __m512i za = _mm512_set1_epi32(p.za), zb = _mm512_set1_epi32(p.zb);
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1);
-    const __m512i x1 = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, a + i)), za);
-    const __m512i x2 = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, b + i)), zb);
-    __m512i v;
-    if (op == Arith::kAdd || op == Arith::kSub) {
-      const __m512i w1 = multiply_lanes<false, true>(_mm512_slli_epi32(x1, kAddLeftShift), l1);
-      const __m512i w2 = multiply_lanes<false, true>(_mm512_slli_epi32(x2, kAddLeftShift), l2);
-      v = multiply_lanes<false, true>(op == Arith::kAdd ? _mm512_add_epi32(w1, w2) : _mm512_sub_epi32(w1, w2), lo);
-    } else if (op == Arith::kSquaredDifference) {
-      const __m512i d = _mm512_sub_epi32(multiply_lanes<false, true>(_mm512_slli_epi32(x1, kSquaredDifferenceLeftShift), l1),
-                                         multiply_lanes<false, true>(_mm512_slli_epi32(x2, kSquaredDifferenceLeftShift), l2));
-      v = multiply_lanes<false, true>(_mm512_mullo_epi32(d, d), lo);
-    } else {
-      v = multiply_lanes<false, true>(_mm512_mullo_epi32(x1, x2), lo);
+  for (int64_t r = 0; r < rows; ++r, a += a_row, b += b_row, y += cols)
+    for (int64_t i = 0; i < cols; i += 16) {
+      const __mmask16 m = cols - i >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (cols - i)) - 1);
+      const __m512i x1 = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, a + i)), za);
+      const __m512i x2 = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, b + i)), zb);
+      __m512i v;
+      if (op == Arith::kAdd || op == Arith::kSub) {
+        const __m512i w1 = multiply_lanes<false, true>(_mm512_slli_epi32(x1, kAddLeftShift), l1);
+        const __m512i w2 = multiply_lanes<false, true>(_mm512_slli_epi32(x2, kAddLeftShift), l2);
+        v = multiply_lanes<false, true>(op == Arith::kAdd ? _mm512_add_epi32(w1, w2) : _mm512_sub_epi32(w1, w2), lo);
+      } else if (op == Arith::kSquaredDifference) {
+        const __m512i d = _mm512_sub_epi32(multiply_lanes<false, true>(_mm512_slli_epi32(x1, kSquaredDifferenceLeftShift), l1),
+                                           multiply_lanes<false, true>(_mm512_slli_epi32(x2, kSquaredDifferenceLeftShift), l2));
+        v = multiply_lanes<false, true>(_mm512_mullo_epi32(d, d), lo);
+      } else {
+        v = multiply_lanes<false, true>(_mm512_mullo_epi32(x1, x2), lo);
+      }
+      _mm_mask_storeu_epi8(y + i, m, clamp_to_int8(v, lo));
     }
-    _mm_mask_storeu_epi8(y + i, m, clamp_to_int8(v, lo));
-  }
 }
 DF_LITE_INTRINSICS_END
 #endif
+
+// Whether t's elements, repeated, make y's rows: t's shape is y's trailing dimensions, with
+// leading ones (a [C] or [1, 1, 1, C] constant against [N, H, W, C]).
+bool repeats_as_rows(const Tensor& t, const Tensor& y) {
+  int dt = t.rank() - 1, dy = y.rank() - 1;
+  int64_t covered = 1;
+  for (; dt >= 0 && dy >= 0; --dt, --dy) {
+    if (t.dim(dt) != y.dim(dy)) break;
+    covered *= t.dim(dt);
+  }
+  for (; dt >= 0; --dt)
+    if (t.dim(dt) != 1) return false;
+  return covered == t.num_elements() && covered > 0;
+}
 
 class ArithInt8 final : public Kernel {
  public:
@@ -136,15 +154,35 @@ class ArithInt8 final : public Kernel {
     const int8_t* pb = b.data<int8_t>();
     int8_t* out = y.data<int8_t>();
     const int64_t n = y.num_elements();
-    if (a.shape == y.shape && b.shape == y.shape) {
-      // No broadcast (a residual connection): one flat pass, cut between threads.
+    // Rows of the output's innermost elements where each operand is either of the output's
+    // shape or repeats one row (a residual connection: one row of everything; a per-channel
+    // constant, batch norm's MUL and ADD: rows of C). Else the general broadcast below.
+    const int64_t na = a.num_elements(), nb = b.num_elements();
+    int64_t cols = 0;
+    if (na == n && nb == n) cols = n;
+    else if (na == n && repeats_as_rows(b, y)) cols = nb;
+    else if (nb == n && repeats_as_rows(a, y)) cols = na;
+    if (cols > 0 && n > 0) {
+      const int64_t rows = n / cols, a_row = na == n ? cols : 0, b_row = nb == n ? cols : 0;
       const bool vnni = int8_vnni();
-      ctx.pool().parallel_for((n + 15) / 16, 1024, [&](int64_t lo, int64_t hi) {
-        const int64_t begin = lo * 16, end = std::min(n, hi * 16);
+      // Rows split between threads; one row (no broadcast) split by columns instead.
+      const int64_t pieces_of = rows == 1 ? (cols + 15) / 16 : rows;
+      const int64_t grain = rows == 1 ? 1024 : std::max<int64_t>(1, 16384 / cols);
+      ctx.pool().parallel_for(pieces_of, grain, [&](int64_t lo, int64_t hi) {
+        int64_t r0 = lo, r1 = hi, c0 = 0, c1 = cols;
+        if (rows == 1) r0 = 0, r1 = 1, c0 = lo * 16, c1 = std::min(cols, hi * 16);
+        const int8_t* pa_r = pa + r0 * a_row + (a_row ? c0 : 0);
+        const int8_t* pb_r = pb + r0 * b_row + (b_row ? c0 : 0);
+        int8_t* y_r = out + r0 * cols + c0;
 #if DF_LITE_VNNI_BUILD
-        if (vnni) return arith_flat_vnni(op_, pa + begin, pb + begin, out + begin, end - begin, p);
+        if (vnni) {
+          if (rows == 1) return arith_rows_vnni(op_, pa_r, 0, pb_r, 0, y_r, 1, c1 - c0, p);
+          return arith_rows_vnni(op_, pa_r, a_row, pb_r, b_row, y_r, r1 - r0, cols, p);
+        }
 #endif
-        for (int64_t i = begin; i < end; ++i) out[i] = arith_one(op_, pa[i], pb[i], p);
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t i = c0; i < c1; ++i)
+            out[r * cols + i] = arith_one(op_, pa[r * a_row + i], pb[r * b_row + i], p);
       });
       return;
     }
