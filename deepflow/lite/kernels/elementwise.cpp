@@ -58,15 +58,27 @@ void for_each_run(ThreadPool& pool, const std::vector<int>& a, const std::vector
   const int64_t step_a = rank ? sa[static_cast<size_t>(rank - 1)] : 0;
   const int64_t step_b = rank ? sb[static_cast<size_t>(rank - 1)] : 0;
   pool.parallel_for(rows, std::max<int64_t>(1, kGrain / inner), [&](int64_t lo, int64_t hi) {
+    // The first row's coordinates by division, the next ones by an odometer step (short
+    // rows, a per-channel operand, would otherwise spend most of their time dividing).
+    std::vector<int64_t> idx(static_cast<size_t>(std::max(rank - 1, 0)), 0);
+    int64_t rest = lo, oa = 0, ob = 0;
+    for (int d = rank - 2; d >= 0; --d) {
+      idx[static_cast<size_t>(d)] = rest % out[static_cast<size_t>(d)];
+      rest /= out[static_cast<size_t>(d)];
+      oa += idx[static_cast<size_t>(d)] * sa[static_cast<size_t>(d)];
+      ob += idx[static_cast<size_t>(d)] * sb[static_cast<size_t>(d)];
+    }
     for (int64_t r = lo; r < hi; ++r) {
-      int64_t rest = r, oa = 0, ob = 0;
-      for (int d = rank - 2; d >= 0; --d) {
-        const int64_t i = rest % out[static_cast<size_t>(d)];
-        rest /= out[static_cast<size_t>(d)];
-        oa += i * sa[static_cast<size_t>(d)];
-        ob += i * sb[static_cast<size_t>(d)];
-      }
       f(r * inner, oa, ob, step_a, step_b, inner);
+      for (int d = rank - 2; d >= 0; --d) {
+        const auto u = static_cast<size_t>(d);
+        oa += sa[u];
+        ob += sb[u];
+        if (++idx[u] < out[u]) break;
+        oa -= sa[u] * out[u];
+        ob -= sb[u] * out[u];
+        idx[u] = 0;
+      }
     }
   });
 }
@@ -178,6 +190,7 @@ class Binary final : public Kernel {
     if constexpr (!std::is_same_v<T, bool>) {
       T* po = out.data<T>();
       const auto act = act_;
+      if (run_rows<T>(ctx, pa, pb, po)) return;
       for_each_run(ctx.pool(), a.shape, b.shape, out.shape,
                    [&](int64_t o, int64_t ia, int64_t ib, int64_t sa, int64_t sb, int64_t n) {
                      T* dst = po + o;
@@ -197,6 +210,45 @@ class Binary final : public Kernel {
                      if constexpr (std::is_same_v<T, float>) apply_activation(act, dst, n);
                    });
     }
+  }
+
+  // ADD / SUB / MUL / DIV where one operand has the output's shape and the other repeats
+  // along its rows (a per-channel constant: [C] against [N, H, W, C]): tight loops over rows,
+  // the activation applied once. False when the shapes are not of this kind.
+  template <class T>
+  bool run_rows(OpContext& ctx, const T* pa, const T* pb, T* po) {
+    if (op_ != BinOp::kAdd && op_ != BinOp::kSub && op_ != BinOp::kMul && op_ != BinOp::kDiv) return false;
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    Tensor& out = ctx.output(0);
+    const int64_t n = out.num_elements(), na = a.num_elements(), nb = b.num_elements();
+    const bool a_full = na == n, b_full = nb == n;
+    if (a_full == b_full || n == 0) return false;
+    const Tensor& small = a_full ? b : a;
+    // small's shape must be out's trailing dimensions, with leading ones.
+    int ds = small.rank() - 1, dy = out.rank() - 1;
+    int64_t covered = 1;
+    for (; ds >= 0 && dy >= 0 && small.dim(ds) == out.dim(dy); --ds, --dy) covered *= small.dim(ds);
+    for (; ds >= 0; --ds)
+      if (small.dim(ds) != 1) return false;
+    if (covered != small.num_elements() || covered == 0 || covered < 8) return false;
+    const int64_t cols = covered, rows = n / cols;
+    const BinOp op = op_;
+    ctx.pool().parallel_for(rows, std::max<int64_t>(1, kGrain / cols), [&](int64_t lo, int64_t hi) {
+      for (int64_t r = lo; r < hi; ++r) {
+        const T* x = a_full ? pa + r * cols : pa;
+        const T* y = b_full ? pb + r * cols : pb;
+        T* dst = po + r * cols;
+        switch (op) {
+          case BinOp::kAdd: for (int64_t i = 0; i < cols; ++i) dst[i] = x[i] + y[i]; break;
+          case BinOp::kSub: for (int64_t i = 0; i < cols; ++i) dst[i] = x[i] - y[i]; break;
+          case BinOp::kMul: for (int64_t i = 0; i < cols; ++i) dst[i] = x[i] * y[i]; break;
+          default: for (int64_t i = 0; i < cols; ++i) dst[i] = x[i] / y[i]; break;
+        }
+      }
+      if constexpr (std::is_same_v<T, float>) apply_activation(act_, po + lo * cols, (hi - lo) * cols);
+    });
+    return true;
   }
 
   BinOp op_;
