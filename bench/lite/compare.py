@@ -128,12 +128,13 @@ def main(argv):
             theirs = litert_median(path, threads, runs)
             key = f"lite/{name}/{mode}/t{threads}"
             rows[key] = {"deepflow_ms": ours, "litert_ms": theirs, "ratio": theirs / ours}
-            print(f"{key:36s} deepflow {ours:9.3f} ms   LiteRT {theirs:9.3f} ms   {theirs / ours:5.2f}x", flush=True)
+            print(f"{key:36s} deepflow {ours * 1e3:10.2f} us   LiteRT {theirs * 1e3:10.2f} us   {theirs / ours:5.2f}x",
+                  flush=True)
             f32 = rows.get(f"lite/{name}/float32/t{threads}")
             if mode == "int8" and f32:
                 key = f"lite/{name}/int8_vs_float/t{threads}"
                 rows[key] = {"ratio": f32["deepflow_ms"] / ours}
-                print(f"{key:36s} deepflow float32 {f32['deepflow_ms']:9.3f} ms / int8 {ours:9.3f} ms = "
+                print(f"{key:36s} deepflow float32 {f32['deepflow_ms'] * 1e3:10.2f} us / int8 {ours * 1e3:10.2f} us = "
                       f"{f32['deepflow_ms'] / ours:5.2f}x", flush=True)
     with open(os.path.join(build, "lite-bench.json"), "w") as f:
         json.dump(rows, f, indent=1)
