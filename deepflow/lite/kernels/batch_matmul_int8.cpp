@@ -26,38 +26,10 @@ class BatchMatMulInt8 final : public Kernel {
     require_int8(ctx, y, "right operand");
     require_int8(ctx, out, "output");
     DF_LITE_OP_CHECK(ctx, x.quant.scale.size() == 1 && y.quant.scale.size() == 1, "operands need per-tensor quantization");
-    DF_LITE_OP_CHECK(ctx, x.rank() >= 2 && x.rank() <= 5 && y.rank() >= 2 && y.rank() <= 5, "inputs ",
-                     shape_string(x.shape), " and ", shape_string(y.shape), " must have rank 2 to 5");
-    m_ = adj_x_ ? x.dim(-1) : x.dim(-2);
-    k_ = adj_x_ ? x.dim(-2) : x.dim(-1);
-    const int ky = adj_y_ ? y.dim(-1) : y.dim(-2);
-    n_ = adj_y_ ? y.dim(-2) : y.dim(-1);
-    DF_LITE_OP_CHECK(ctx, k_ == ky, "cannot multiply ", shape_string(x.shape), (adj_x_ ? " (adj_x)" : ""), " by ",
-                     shape_string(y.shape), (adj_y_ ? " (adj_y)" : ""), ": inner dimensions ", k_, " and ", ky);
-    const int rank = std::max(x.rank(), y.rank());
-    const int batch_rank = rank - 2;
-    batch_shape_.assign(static_cast<size_t>(batch_rank), 1);
-    x_strides_.assign(static_cast<size_t>(batch_rank), 0);
-    y_strides_.assign(static_cast<size_t>(batch_rank), 0);
-    int64_t xs = 1, ys = 1;
-    for (int d = batch_rank - 1; d >= 0; --d) {
-      const int xi = d - (rank - x.rank()), yi = d - (rank - y.rank());
-      const int dx = xi >= 0 ? x.dim(xi) : 1, dy = yi >= 0 ? y.dim(yi) : 1;
-      DF_LITE_OP_CHECK(ctx, dx == dy || dx == 1 || dy == 1, "cannot broadcast the batch dimensions of ",
-                       shape_string(x.shape), " and ", shape_string(y.shape));
-      batch_shape_[static_cast<size_t>(d)] = std::max(dx, dy);
-      x_strides_[static_cast<size_t>(d)] = dx == 1 ? 0 : xs;
-      y_strides_[static_cast<size_t>(d)] = dy == 1 ? 0 : ys;
-      xs *= dx;
-      ys *= dy;
-    }
-    batches_ = 1;
-    for (int d : batch_shape_) batches_ *= d;
+    shape_ = matmul_shape(ctx, x, y, adj_x_, adj_y_);
+    m_ = shape_.m, k_ = shape_.k, n_ = shape_.n;
     mult_ = quantize_multiplier(static_cast<double>(x.quant.scale[0]) * y.quant.scale[0] / out.quant.scale[0]);
-    std::vector<int> shape = batch_shape_;
-    shape.push_back(m_);
-    shape.push_back(n_);
-    ctx.resize_output(0, shape);
+    ctx.resize_output(0, shape_.output_shape());
   }
   void eval(OpContext& ctx) override {
     const Tensor& x = ctx.input(0);
@@ -68,19 +40,12 @@ class BatchMatMulInt8 final : public Kernel {
     const int8_t* py = y.data<int8_t>();
     int8_t* po = out.data<int8_t>();
     const int64_t mk = static_cast<int64_t>(m_) * k_, kn = static_cast<int64_t>(k_) * n_;
-    const int batch_rank = static_cast<int>(batch_shape_.size());
-    ctx.pool().parallel_for(batches_ * m_, 8, [&](int64_t lo, int64_t hi) {
+    ctx.pool().parallel_for(shape_.batches * m_, 8, [&](int64_t lo, int64_t hi) {
       std::vector<int32_t> row(static_cast<size_t>(k_));
       for (int64_t bi = lo; bi < hi; ++bi) {
         const int64_t b = bi / m_;
         const int i = static_cast<int>(bi % m_);
-        int64_t rest = b, xb = 0, yb = 0;
-        for (int d = batch_rank - 1; d >= 0; --d) {
-          const int64_t idx = rest % batch_shape_[static_cast<size_t>(d)];
-          rest /= batch_shape_[static_cast<size_t>(d)];
-          xb += idx * x_strides_[static_cast<size_t>(d)];
-          yb += idx * y_strides_[static_cast<size_t>(d)];
-        }
+        const auto [xb, yb] = shape_.operand_batches(b);
         const int8_t* xm = px + xb * mk;
         const int8_t* ym = py + yb * kn;
         for (int p = 0; p < k_; ++p)
@@ -103,9 +68,7 @@ class BatchMatMulInt8 final : public Kernel {
  private:
   bool adj_x_ = false, adj_y_ = false;
   int m_ = 0, k_ = 0, n_ = 0;
-  int64_t batches_ = 0;
-  std::vector<int> batch_shape_;
-  std::vector<int64_t> x_strides_, y_strides_;
+  MatMulShape shape_;
   QuantizedMultiplier mult_;
 };
 

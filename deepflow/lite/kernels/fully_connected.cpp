@@ -102,39 +102,11 @@ class BatchMatMul final : public Kernel {
     const Tensor& x = ctx.input(0);
     const Tensor& y = ctx.input(1);
     require_float(ctx, x, y, "right operand");
-    DF_LITE_OP_CHECK(ctx, x.rank() >= 2 && x.rank() <= 5 && y.rank() >= 2 && y.rank() <= 5, "inputs ",
-                     shape_string(x.shape), " and ", shape_string(y.shape), " must have rank 2 to 5");
-    m_ = adj_x_ ? x.dim(-1) : x.dim(-2);
-    k_ = adj_x_ ? x.dim(-2) : x.dim(-1);
-    const int ky = adj_y_ ? y.dim(-1) : y.dim(-2);
-    n_ = adj_y_ ? y.dim(-2) : y.dim(-1);
-    DF_LITE_OP_CHECK(ctx, k_ == ky, "cannot multiply ", shape_string(x.shape), (adj_x_ ? " (adj_x)" : ""), " by ",
-                     shape_string(y.shape), (adj_y_ ? " (adj_y)" : ""), ": inner dimensions ", k_, " and ", ky);
-    // Batch dimensions, right-aligned, and each operand's batch strides (0 where broadcast).
-    const int rank = std::max(x.rank(), y.rank());
-    const int batch_rank = rank - 2;
-    batch_shape_.assign(static_cast<size_t>(batch_rank), 1);
-    x_strides_.assign(static_cast<size_t>(batch_rank), 0);
-    y_strides_.assign(static_cast<size_t>(batch_rank), 0);
-    int64_t xs = 1, ys = 1;
-    for (int d = batch_rank - 1; d >= 0; --d) {
-      const int xi = d - (rank - x.rank()), yi = d - (rank - y.rank());
-      const int dx = xi >= 0 ? x.dim(xi) : 1, dy = yi >= 0 ? y.dim(yi) : 1;
-      DF_LITE_OP_CHECK(ctx, dx == dy || dx == 1 || dy == 1, "cannot broadcast the batch dimensions of ",
-                       shape_string(x.shape), " and ", shape_string(y.shape));
-      batch_shape_[static_cast<size_t>(d)] = std::max(dx, dy);
-      if (dx == 0 || dy == 0) batch_shape_[static_cast<size_t>(d)] = 0;
-      x_strides_[static_cast<size_t>(d)] = dx == 1 ? 0 : xs;
-      y_strides_[static_cast<size_t>(d)] = dy == 1 ? 0 : ys;
-      xs *= dx;
-      ys *= dy;
-    }
-    batches_ = num_elements(batch_shape_);
-    y_batches_ = ys;
-    std::vector<int> shape = batch_shape_;
-    shape.push_back(m_);
-    shape.push_back(n_);
-    ctx.resize_output(0, shape);
+    shape_ = matmul_shape(ctx, x, y, adj_x_, adj_y_);
+    m_ = shape_.m, k_ = shape_.k, n_ = shape_.n;
+    batches_ = shape_.batches;
+    y_batches_ = shape_.y_batches;
+    ctx.resize_output(0, shape_.output_shape());
     slots_ = ctx.pool().size();
     packed_ok_ = y.is_constant() && y.data_ptr != nullptr;
     if (packed_ok_) {
@@ -171,13 +143,7 @@ class BatchMatMul final : public Kernel {
 
   // Output batch b: its x and y batches from the broadcast strides.
   void multiply(const OpContext& ctx, int64_t b, int slot, ThreadPool* pool) {
-    int64_t xb = 0, yb = 0, rest = b;
-    for (int d = static_cast<int>(batch_shape_.size()) - 1; d >= 0; --d) {
-      const int64_t i = rest % batch_shape_[static_cast<size_t>(d)];
-      rest /= batch_shape_[static_cast<size_t>(d)];
-      xb += i * x_strides_[static_cast<size_t>(d)];
-      yb += i * y_strides_[static_cast<size_t>(d)];
-    }
+    const auto [xb, yb] = shape_.operand_batches(b);
     const float* x = ctx.input(0).data<float>() + xb * m_ * k_;
     float* out = ctx.output(0).data<float>() + b * m_ * n_;
     const int lda = adj_x_ ? m_ : k_;
@@ -197,8 +163,7 @@ class BatchMatMul final : public Kernel {
 
   bool adj_x_ = false, adj_y_ = false;
   int m_ = 0, n_ = 0, k_ = 0;
-  std::vector<int> batch_shape_;
-  std::vector<int64_t> x_strides_, y_strides_;  // in batches of the operand
+  MatMulShape shape_;
   int64_t batches_ = 0, y_batches_ = 0;
   int slots_ = 1;
   std::vector<PackedB> packed_;  // y's batches when constant, else per-thread scratch

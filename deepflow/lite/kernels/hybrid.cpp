@@ -333,38 +333,13 @@ class BatchMatMulHybrid final : public Kernel {
     const Tensor& x = ctx.input(0);
     const Tensor& y = ctx.input(1);
     require_hybrid(ctx, x, y, "right operand");
-    DF_LITE_OP_CHECK(ctx, x.rank() >= 2 && x.rank() <= 5 && y.rank() >= 2 && y.rank() <= 5, "inputs ",
-                     shape_string(x.shape), " and ", shape_string(y.shape), " must have rank 2 to 5");
-    m_ = adj_x_ ? x.dim(-1) : x.dim(-2);
-    k_ = adj_x_ ? x.dim(-2) : x.dim(-1);
-    const int ky = adj_y_ ? y.dim(-1) : y.dim(-2);
-    n_ = adj_y_ ? y.dim(-2) : y.dim(-1);
-    DF_LITE_OP_CHECK(ctx, k_ == ky, "cannot multiply ", shape_string(x.shape), (adj_x_ ? " (adj_x)" : ""), " by ",
-                     shape_string(y.shape), (adj_y_ ? " (adj_y)" : ""), ": inner dimensions ", k_, " and ", ky);
-    const int rank = std::max(x.rank(), y.rank()), batch_rank = rank - 2;
-    batch_shape_.assign(static_cast<size_t>(batch_rank), 1);
-    x_strides_.assign(static_cast<size_t>(batch_rank), 0);
-    y_strides_.assign(static_cast<size_t>(batch_rank), 0);
-    int64_t xs = 1, ys = 1;
-    for (int d = batch_rank - 1; d >= 0; --d) {
-      const int xi = d - (rank - x.rank()), yi = d - (rank - y.rank());
-      const int dx = xi >= 0 ? x.dim(xi) : 1, dy = yi >= 0 ? y.dim(yi) : 1;
-      DF_LITE_OP_CHECK(ctx, dx == dy || dx == 1 || dy == 1, "cannot broadcast the batch dimensions of ",
-                       shape_string(x.shape), " and ", shape_string(y.shape));
-      batch_shape_[static_cast<size_t>(d)] = (dx == 0 || dy == 0) ? 0 : std::max(dx, dy);
-      x_strides_[static_cast<size_t>(d)] = dx == 1 ? 0 : xs;
-      y_strides_[static_cast<size_t>(d)] = dy == 1 ? 0 : ys;
-      xs *= dx;
-      ys *= dy;
-    }
-    x_batches_ = xs, y_batches_ = ys;
+    shape_ = matmul_shape(ctx, x, y, adj_x_, adj_y_);
+    m_ = shape_.m, k_ = shape_.k, n_ = shape_.n;
+    x_batches_ = shape_.x_batches, y_batches_ = shape_.y_batches;
     // The channel dimension of y is its n, i.e. its last unless adj_y.
     scales_ = weight_scales(ctx, y, n_, adj_y_ ? y.rank() - 2 : y.rank() - 1, "right operand");
     per_channel_ = y.quant.scale.size() > 1;
-    std::vector<int> shape = batch_shape_;
-    shape.push_back(m_);
-    shape.push_back(n_);
-    ctx.resize_output(0, shape);
+    ctx.resize_output(0, shape_.output_shape());
     packed_ok_ = y.is_constant() && y.data_ptr != nullptr;
     if (packed_ok_) pack(y);
     q_.resize(static_cast<size_t>(x_batches_ * m_ * k_));
@@ -388,16 +363,9 @@ class BatchMatMulHybrid final : public Kernel {
       rq = asymmetric_ ? quantize_asymmetric(in, k_, q) : quantize_symmetric(in, k_, q);
       if (!per_channel_) rq.scale *= scales_[0];
     }
-    const int64_t batches = num_elements(batch_shape_);
     float* out = ctx.output(0).data<float>();
-    for (int64_t b = 0; b < batches; ++b) {
-      int64_t xb = 0, yb = 0, rest = b;
-      for (int d = static_cast<int>(batch_shape_.size()) - 1; d >= 0; --d) {
-        const int64_t i = rest % batch_shape_[static_cast<size_t>(d)];
-        rest /= batch_shape_[static_cast<size_t>(d)];
-        xb += i * x_strides_[static_cast<size_t>(d)];
-        yb += i * y_strides_[static_cast<size_t>(d)];
-      }
+    for (int64_t b = 0; b < shape_.batches; ++b) {
+      const auto [xb, yb] = shape_.operand_batches(b);
       const RowQuant* rq = rows_.data() + xb * m_;
       const int32_t* sums = sums_.data() + yb * n_;
       float* o = out + b * m_ * n_;
@@ -427,8 +395,7 @@ class BatchMatMulHybrid final : public Kernel {
 
   bool adj_x_ = false, adj_y_ = false, asymmetric_ = false, per_channel_ = false;
   int m_ = 0, n_ = 0, k_ = 0;
-  std::vector<int> batch_shape_;
-  std::vector<int64_t> x_strides_, y_strides_;  // in batches of the operand
+  MatMulShape shape_;
   int64_t x_batches_ = 0, y_batches_ = 0;
   std::vector<float> scales_;   // per output column n
   std::vector<int8_t> w_;       // y as [batch][n][k]

@@ -384,6 +384,35 @@ class SoftmaxInt8 final : public Kernel {
   int32_t diff_min_ = 0;
 };
 
+// An int8 op of one input whose output depends on the input byte alone: prepare fills a
+// table of the 256 outputs (fill), eval looks each element up.
+class LookupInt8 : public Kernel {
+ public:
+  void prepare(OpContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    Tensor& y = ctx.output(0);
+    require_int8(ctx, x, "input");
+    require_int8(ctx, y, "output");
+    for (int32_t v = kQMin; v <= kQMax; ++v)
+      table_[static_cast<uint8_t>(static_cast<int8_t>(v))] = static_cast<int8_t>(std::clamp(fill(ctx, x, y, v), kQMin, kQMax));
+    ctx.resize_output(0, x.shape);
+  }
+  void eval(OpContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const int8_t* in = x.data<int8_t>();
+    int8_t* out = ctx.output(0).data<int8_t>();
+    for (int64_t i = 0, n = x.num_elements(); i < n; ++i) out[i] = table_[static_cast<uint8_t>(in[i])];
+  }
+
+ protected:
+  /// The output for input byte v (clamped to int8 by the caller). Runs 256 times per prepare:
+  /// per-op constants are computed on the first call (v == -128).
+  virtual int32_t fill(const OpContext& ctx, const Tensor& x, const Tensor& y, int32_t v) = 0;
+
+ private:
+  int8_t table_[256] = {};
+};
+
 // LOGISTIC, TANH and GELU: a table of the 256 outputs, each computed in float from the
 // input's real value and rounded to the output's parameters (LiteRT's LUTPopulate, with
 // its transforms' exact float and double expressions).
@@ -402,81 +431,54 @@ float table_transform(Table t, float v) {
   return v;
 }
 
-class TableInt8 final : public Kernel {
+class TableInt8 final : public LookupInt8 {
  public:
   TableInt8(const OpContext& ctx, Table kind) : kind_(kind) {
     if (kind_ == Table::kGelu)
       if (const auto* o = ctx.options<fb::GeluOptions>(); o && o->approximate()) kind_ = Table::kGeluApproximate;
   }
-  void prepare(OpContext& ctx) override {
-    const Tensor& x = ctx.input(0);
-    Tensor& y = ctx.output(0);
-    require_int8(ctx, x, "input");
-    require_int8(ctx, y, "output");
-    const float inverse_scale = 1.f / y.quant.scale[0];
-    for (int32_t v = kQMin; v <= kQMax; ++v) {
-      const float real = x.quant.scale[0] * static_cast<float>(v - zero_point(x));
-      const float f = table_transform(kind_, real);
-      const auto q = static_cast<int32_t>(std::round(f * inverse_scale) + static_cast<float>(zero_point(y)));
-      table_[static_cast<uint8_t>(static_cast<int8_t>(v))] = static_cast<int8_t>(std::min(std::max(q, kQMin), kQMax));
-    }
-    ctx.resize_output(0, x.shape);
-  }
-  void eval(OpContext& ctx) override {
-    const Tensor& x = ctx.input(0);
-    const int8_t* in = x.data<int8_t>();
-    int8_t* out = ctx.output(0).data<int8_t>();
-    for (int64_t i = 0, n = x.num_elements(); i < n; ++i) out[i] = table_[static_cast<uint8_t>(in[i])];
-  }
 
  private:
+  int32_t fill(const OpContext&, const Tensor& x, const Tensor& y, int32_t v) override {
+    const float inverse_scale = 1.f / y.quant.scale[0];
+    const float real = x.quant.scale[0] * static_cast<float>(v - zero_point(x));
+    return static_cast<int32_t>(std::round(table_transform(kind_, real) * inverse_scale) +
+                                static_cast<float>(zero_point(y)));
+  }
+
   Table kind_;
-  int8_t table_[256] = {};
 };
 
 // RSQRT: per input value, LiteRT's integer 1/sqrt (fixed::inv_sqrt_multiplier_exp) times
 // 1 / (sqrt(s_in) s_out), tabulated; inputs below the zero point (negative reals) are an error.
-class RsqrtInt8 final : public Kernel {
+class RsqrtInt8 final : public LookupInt8 {
  public:
   explicit RsqrtInt8(const OpContext&) {}
-  void prepare(OpContext& ctx) override {
-    const Tensor& x = ctx.input(0);
-    Tensor& y = ctx.output(0);
-    require_int8(ctx, x, "input");
-    require_int8(ctx, y, "output");
-    // sqrt and product in float, the reciprocal in double, as LiteRT's prepare.
-    const QuantizedMultiplier m = quantize_multiplier(1. / (std::sqrt(x.quant.scale[0]) * y.quant.scale[0]));
-    zin_ = zero_point(x);
-    const int32_t zout = zero_point(y);
-    constexpr int kShift = 20;
-    for (int32_t v = kQMin; v <= kQMax; ++v) {
-      const int32_t value = v - zin_;
-      int32_t out = kQMax;  // 0: the largest output, as LiteRT; below 0: refused at eval
-      if (value > 0) {
-        QuantizedMultiplier inv;
-        fixed::inv_sqrt_multiplier_exp(value, -1, &inv.multiplier, &inv.shift);
-        inv.shift += kShift;
-        const int32_t data = multiply_by_quantized_multiplier(1, inv);
-        out = multiply_by_quantized_multiplier(data, {m.multiplier, m.shift - kShift}) + zout;
-      }
-      table_[static_cast<uint8_t>(static_cast<int8_t>(v))] = static_cast<int8_t>(std::clamp(out, kQMin, kQMax));
-    }
-    ctx.resize_output(0, x.shape);
-  }
   void eval(OpContext& ctx) override {
     const Tensor& x = ctx.input(0);
     const int8_t* in = x.data<int8_t>();
-    int8_t* out = ctx.output(0).data<int8_t>();
-    for (int64_t i = 0, n = x.num_elements(); i < n; ++i) {
-      DF_LITE_OP_CHECK(ctx, in[i] >= zin_, "input '", x.name, "' element ", i, " is ", static_cast<int>(in[i]),
-                       ", below the zero point ", zin_, ": RSQRT is only defined for positive values");
-      out[i] = table_[static_cast<uint8_t>(in[i])];
-    }
+    const int32_t zin = zero_point(x);
+    for (int64_t i = 0, n = x.num_elements(); i < n; ++i)
+      DF_LITE_OP_CHECK(ctx, in[i] >= zin, "input '", x.name, "' element ", i, " is ", static_cast<int>(in[i]),
+                       ", below the zero point ", zin, ": RSQRT is only defined for positive values");
+    LookupInt8::eval(ctx);
   }
 
  private:
-  int32_t zin_ = 0;
-  int8_t table_[256] = {};
+  int32_t fill(const OpContext&, const Tensor& x, const Tensor& y, int32_t v) override {
+    // sqrt and product in float, the reciprocal in double, as LiteRT's prepare.
+    if (v == kQMin) m_ = quantize_multiplier(1. / (std::sqrt(x.quant.scale[0]) * y.quant.scale[0]));
+    constexpr int kShift = 20;
+    const int32_t value = v - zero_point(x);
+    if (value <= 0) return kQMax;  // 0: the largest output, as LiteRT; below 0: refused at eval
+    QuantizedMultiplier inv;
+    fixed::inv_sqrt_multiplier_exp(value, -1, &inv.multiplier, &inv.shift);
+    inv.shift += kShift;
+    const int32_t data = multiply_by_quantized_multiplier(1, inv);
+    return multiply_by_quantized_multiplier(data, {m_.multiplier, m_.shift - kShift}) + zero_point(y);
+  }
+
+  QuantizedMultiplier m_;
 };
 
 // HARD_SWISH, x * relu6(x + 3) / 6, in LiteRT's 16-bit fixed point (reference_ops::HardSwish
@@ -510,48 +512,38 @@ int16_t downscale_multiplier(int32_t m) {
   return static_cast<int16_t>((m + kRound) >> 16);
 }
 
-class HardSwishInt8 final : public Kernel {
+class HardSwishInt8 final : public LookupInt8 {
  public:
   explicit HardSwishInt8(const OpContext&) {}
-  void prepare(OpContext& ctx) override {
-    const Tensor& x = ctx.input(0);
-    Tensor& y = ctx.output(0);
-    require_int8(ctx, x, "input");
-    require_int8(ctx, y, "output");
-    // The multipliers in float, as LiteRT computes them.
-    const float hires_input_scale = (1.0f / 128.0f) * x.quant.scale[0];
-    const float reluish_scale = 3.0f / 32768.0f;
-    const QuantizedMultiplier out_m = quantize_multiplier(hires_input_scale / y.quant.scale[0]);
-    const QuantizedMultiplier relu_m = quantize_multiplier(hires_input_scale / reluish_scale);
-    DF_LITE_OP_CHECK(ctx, out_m.shift <= 0, "input scale ", x.quant.scale[0], " / output scale ", y.quant.scale[0],
-                     " is too large (the output multiplier must be below 1)");
-    const int16_t out16 = downscale_multiplier(out_m.multiplier), relu16 = downscale_multiplier(relu_m.multiplier);
-    const int32_t zin = zero_point(x), zout = zero_point(y);
-    for (int32_t v = kQMin; v <= kQMax; ++v) {
-      const auto input = static_cast<int16_t>(v - zin);
-      const auto hires = static_cast<int16_t>(input * (1 << 7));
-      const int16_t preshift_out = srdhm16(hires, out16);
-      int16_t reluish = hires;
-      if (relu_m.shift > 0) reluish = saturating_left_shift16(reluish, relu_m.shift - 1);
-      reluish = srdhm16(reluish, relu16);
-      if (relu_m.shift > 0) reluish = saturating_left_shift16(reluish, 1);
-      if (relu_m.shift < 0) reluish = rounding_divide_by_pot16(reluish, -relu_m.shift);
-      reluish = static_cast<int16_t>((reluish + (1 << 15)) >> 1);
-      const int16_t preshift = sdhm16(reluish, preshift_out);
-      const int32_t out = rounding_divide_by_pot16(preshift, -out_m.shift) + zout;
-      table_[static_cast<uint8_t>(static_cast<int8_t>(v))] = static_cast<int8_t>(std::clamp(out, kQMin, kQMax));
-    }
-    ctx.resize_output(0, x.shape);
-  }
-  void eval(OpContext& ctx) override {
-    const Tensor& x = ctx.input(0);
-    const int8_t* in = x.data<int8_t>();
-    int8_t* out = ctx.output(0).data<int8_t>();
-    for (int64_t i = 0, n = x.num_elements(); i < n; ++i) out[i] = table_[static_cast<uint8_t>(in[i])];
-  }
 
  private:
-  int8_t table_[256] = {};
+  int32_t fill(const OpContext& ctx, const Tensor& x, const Tensor& y, int32_t v) override {
+    if (v == kQMin) {
+      // The multipliers in float, as LiteRT computes them.
+      const float hires_input_scale = (1.0f / 128.0f) * x.quant.scale[0];
+      const float reluish_scale = 3.0f / 32768.0f;
+      out_m_ = quantize_multiplier(hires_input_scale / y.quant.scale[0]);
+      relu_m_ = quantize_multiplier(hires_input_scale / reluish_scale);
+      DF_LITE_OP_CHECK(ctx, out_m_.shift <= 0, "input scale ", x.quant.scale[0], " / output scale ", y.quant.scale[0],
+                       " is too large (the output multiplier must be below 1)");
+      out16_ = downscale_multiplier(out_m_.multiplier);
+      relu16_ = downscale_multiplier(relu_m_.multiplier);
+    }
+    const auto input = static_cast<int16_t>(v - zero_point(x));
+    const auto hires = static_cast<int16_t>(input * (1 << 7));
+    const int16_t preshift_out = srdhm16(hires, out16_);
+    int16_t reluish = hires;
+    if (relu_m_.shift > 0) reluish = saturating_left_shift16(reluish, relu_m_.shift - 1);
+    reluish = srdhm16(reluish, relu16_);
+    if (relu_m_.shift > 0) reluish = saturating_left_shift16(reluish, 1);
+    if (relu_m_.shift < 0) reluish = rounding_divide_by_pot16(reluish, -relu_m_.shift);
+    reluish = static_cast<int16_t>((reluish + (1 << 15)) >> 1);
+    const int16_t preshift = sdhm16(reluish, preshift_out);
+    return rounding_divide_by_pot16(preshift, -out_m_.shift) + zero_point(y);
+  }
+
+  QuantizedMultiplier out_m_, relu_m_;
+  int16_t out16_ = 0, relu16_ = 0;
 };
 
 // MEAN over any axes: the sum of (q - zp_in) requantized by s_in / s_out / count, with

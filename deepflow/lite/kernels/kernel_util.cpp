@@ -74,4 +74,55 @@ std::vector<int> int_values(const OpContext& ctx, const Tensor& t, const char* w
   return out;
 }
 
+MatMulShape matmul_shape(const OpContext& ctx, const Tensor& x, const Tensor& y, bool adj_x, bool adj_y) {
+  DF_LITE_OP_CHECK(ctx, x.rank() >= 2 && x.rank() <= 5 && y.rank() >= 2 && y.rank() <= 5, "inputs ",
+                   shape_string(x.shape), " and ", shape_string(y.shape), " must have rank 2 to 5");
+  MatMulShape s;
+  s.m = adj_x ? x.dim(-1) : x.dim(-2);
+  s.k = adj_x ? x.dim(-2) : x.dim(-1);
+  const int ky = adj_y ? y.dim(-1) : y.dim(-2);
+  s.n = adj_y ? y.dim(-2) : y.dim(-1);
+  DF_LITE_OP_CHECK(ctx, s.k == ky, "cannot multiply ", shape_string(x.shape), (adj_x ? " (adj_x)" : ""), " by ",
+                   shape_string(y.shape), (adj_y ? " (adj_y)" : ""), ": inner dimensions ", s.k, " and ", ky);
+  const int rank = std::max(x.rank(), y.rank()), batch_rank = rank - 2;
+  s.batch_shape.assign(static_cast<size_t>(batch_rank), 1);
+  s.x_strides.assign(static_cast<size_t>(batch_rank), 0);
+  s.y_strides.assign(static_cast<size_t>(batch_rank), 0);
+  int64_t xs = 1, ys = 1;
+  for (int d = batch_rank - 1; d >= 0; --d) {
+    const int xi = d - (rank - x.rank()), yi = d - (rank - y.rank());
+    const int dx = xi >= 0 ? x.dim(xi) : 1, dy = yi >= 0 ? y.dim(yi) : 1;
+    DF_LITE_OP_CHECK(ctx, dx == dy || dx == 1 || dy == 1, "cannot broadcast the batch dimensions of ",
+                     shape_string(x.shape), " and ", shape_string(y.shape));
+    s.batch_shape[static_cast<size_t>(d)] = (dx == 0 || dy == 0) ? 0 : std::max(dx, dy);
+    s.x_strides[static_cast<size_t>(d)] = dx == 1 ? 0 : xs;
+    s.y_strides[static_cast<size_t>(d)] = dy == 1 ? 0 : ys;
+    xs *= dx;
+    ys *= dy;
+  }
+  s.x_batches = xs;
+  s.y_batches = ys;
+  s.batches = 1;
+  for (int d : s.batch_shape) s.batches *= d;
+  return s;
+}
+
+std::vector<int> MatMulShape::output_shape() const {
+  std::vector<int> shape = batch_shape;
+  shape.push_back(m);
+  shape.push_back(n);
+  return shape;
+}
+
+std::pair<int64_t, int64_t> MatMulShape::operand_batches(int64_t b) const {
+  int64_t xb = 0, yb = 0, rest = b;
+  for (int d = static_cast<int>(batch_shape.size()) - 1; d >= 0; --d) {
+    const int64_t i = rest % batch_shape[static_cast<size_t>(d)];
+    rest /= batch_shape[static_cast<size_t>(d)];
+    xb += i * x_strides[static_cast<size_t>(d)];
+    yb += i * y_strides[static_cast<size_t>(d)];
+  }
+  return {xb, yb};
+}
+
 }  // namespace deepflow::lite

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "deepflow/lite/kernel.h"
@@ -50,6 +51,21 @@ void require_float(const OpContext& ctx, const Tensor& input, const Tensor& weig
 void check_type(const OpContext& ctx, const Tensor& t, DType want, const char* what);
 /// Throws unless t has this rank.
 void check_rank(const OpContext& ctx, const Tensor& t, int rank, const char* what);
+
+/// BATCH_MATMUL's shapes: out[..., m, n] = x[..., m, k] * y[..., k, n] (adj_x / adj_y: that
+/// operand is stored transposed), the batch dimensions broadcast NumPy-style (rank 2 to 5).
+struct MatMulShape {
+  int m = 0, k = 0, n = 0;
+  std::vector<int> batch_shape;               ///< the output's batch dimensions
+  std::vector<int64_t> x_strides, y_strides;  ///< each operand's batch strides (0 where broadcast)
+  int64_t batches = 0, x_batches = 0, y_batches = 0;
+  /// batch_shape, m, n.
+  std::vector<int> output_shape() const;
+  /// The batches of x and y that output batch b multiplies.
+  std::pair<int64_t, int64_t> operand_batches(int64_t b) const;
+};
+/// Checks x and y (ranks, inner dimensions, batch broadcast) and returns their shapes.
+MatMulShape matmul_shape(const OpContext& ctx, const Tensor& x, const Tensor& y, bool adj_x, bool adj_y);
 
 /// A constant int32 / int64 tensor's values as ints (shape, axis and size operands).
 std::vector<int> int_values(const OpContext& ctx, const Tensor& t, const char* what);
