@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// int8 kernels with LiteRT's reference arithmetic, bit for bit (lite.md §2): CONV_2D,
-// DEPTHWISE_CONV_2D, FULLY_CONNECTED (int8 activations and weights, int32 bias, per-channel
-// or per-tensor requantization; quant_math.h says which round once), ADD (left shift 20), MUL, MAX_POOL_2D
-// and AVERAGE_POOL_2D (in and out share parameters), SOFTMAX (gemmlowp's fixed point), and
-// LOGISTIC / TANH (a 256-entry table built in float), MEAN over NHWC's spatial axes. register_int8_kernels wraps the float
-// registrations of these ops: an int8 input picks the kernel here, anything else the float one.
+// int8 kernels with LiteRT's reference arithmetic, bit for bit (lite.md §2): ADD / SUB (left
+// shift 20), SQUARED_DIFFERENCE (left shift 7), MUL, MAX_POOL_2D and AVERAGE_POOL_2D (in and
+// out share parameters), SOFTMAX (gemmlowp's fixed point), the table ops (LOGISTIC, TANH,
+// GELU built in float; HARD_SWISH and RSQRT in LiteRT's fixed point) and MEAN. The
+// convolutions, FULLY_CONNECTED and BATCH_MATMUL are in conv_int8.cpp / batch_matmul_int8.cpp.
+// register_int8_kernels wraps the float registrations of these ops: an int8 input picks the
+// int8 kernel, anything else the float one.
 #include <algorithm>
 #include <climits>
 #include <cmath>
