@@ -29,7 +29,13 @@ bool has_int8_kernel(Op code) {
     case Op::DEPTHWISE_CONV_2D:
     case Op::FULLY_CONNECTED:
     case Op::ADD:
+    case Op::SUB:
     case Op::MUL:
+    case Op::SQUARED_DIFFERENCE:
+    case Op::RSQRT:
+    case Op::GELU:
+    case Op::HARD_SWISH:
+    case Op::LEAKY_RELU:
     case Op::MAX_POOL_2D:
     case Op::AVERAGE_POOL_2D:
     case Op::MEAN:

@@ -66,7 +66,17 @@ def _mixed():
     return keras.Model(inp, out)
 
 
-MODELS = {"cnn": (_cnn, (12, 12, 3)), "mlp": (_mlp, (64,)), "mixed": (_mixed, (6, 8))}
+def _norm():
+    tf.random.set_seed(5)
+    inp = keras.Input((6, 8), name="sequence")
+    h = keras.layers.Dense(16, activation="gelu")(inp)                # GELU
+    h = keras.layers.LayerNormalization()(h)                          # MEAN, SQUARED_DIFFERENCE, RSQRT, SUB
+    h = keras.layers.Reshape((-1,))(h)
+    h = keras.layers.LeakyReLU(negative_slope=0.2)(keras.layers.Dense(12)(h))
+    return keras.Model(inp, keras.layers.Dense(5)(h))
+
+
+MODELS = {"cnn": (_cnn, (12, 12, 3)), "mlp": (_mlp, (64,)), "mixed": (_mixed, (6, 8)), "norm": (_norm, (6, 8))}
 
 
 def _convert(model, mode, shape):
@@ -117,7 +127,8 @@ def _dequantized(interp, outs):
 
 
 MODES = ["float32", "float16", "dynamic_range", "int8", "int8_int8_io", "int8_uint8_io"]
-# "mixed" has GELU, SUB and RSQRT, which have no int8 kernels (test_quantization_report_and_errors).
+# "mixed" concatenates a sigmoid's and a tanh's outputs, whose int8 parameters are fixed and
+# differ: the converter refuses that in int8 (TensorFlow's inserts a requantization).
 CASES = [(n, m) for n in sorted(MODELS) for m in MODES if not (n == "mixed" and m.startswith("int8"))]
 
 
@@ -145,13 +156,16 @@ def test_our_files_run_in_litert(tf_oracle, name, mode):
             np.testing.assert_allclose(o, r, rtol=0, atol=1e-5 * max(1.0, np.abs(r).max()))
             np.testing.assert_allclose(o2, r, rtol=0, atol=1e-5 * max(1.0, np.abs(r).max()))
     if mode.startswith("int8"):
-        # LiteRT's default kernels round differently in places: one quantization step.
-        for dd, o, d in zip(interp.get_output_details(), ours, default):
-            step = dd["quantization"][0] if o.dtype != np.float32 else 0
+        # LiteRT's default kernels round differently in places: one quantization step, or as far
+        # as LiteRT's own reference and default kernels are apart (a layer norm's RSQRT and
+        # the ops after it widen that gap).
+        for dd, o, r, d in zip(interp.get_output_details(), ours, ref, default):
             if o.dtype == np.float32:
-                np.testing.assert_allclose(o, d, rtol=0, atol=max(1e-6, 1.01 * _float_step(interp, dd)))
+                gap = float(np.abs(r.astype(np.float64) - d).max())
+                np.testing.assert_allclose(o, d, rtol=0, atol=max(1e-6, 1.01 * _float_step(interp, dd), 1.01 * gap))
             else:
-                assert np.abs(o.astype(np.int32) - d.astype(np.int32)).max() <= 1, step
+                gap = int(np.abs(r.astype(np.int32) - d.astype(np.int32)).max())
+                assert np.abs(o.astype(np.int32) - d.astype(np.int32)).max() <= max(1, gap)
     tol = {"float32": 1e-5, "float16": 3e-3, "dynamic_range": 3e-2}.get(mode, 0.08)
     for got, w in zip(_dequantized(interp, ours), want):
         np.testing.assert_allclose(got, w, rtol=0, atol=tol * max(1.0, np.abs(w).max()))
@@ -176,8 +190,9 @@ def test_quantization_report_and_errors():
     c.representative_dataset = lambda: ([np.zeros((1, 63), np.float32)] for _ in range(2))
     with pytest.raises(Exception, match=r"does not fit the model's float32\[\?, 64\]"):
         c.convert()
-    with pytest.raises(Exception, match=r"no int8 kernel[^$]*GELU \(from node"):
-        _convert(_mixed(), "int8", (6, 8))
+    inp = keras.Input((6,))
+    with pytest.raises(Exception, match=r"no int8 kernel[^$]*EXP \(from node"):
+        _convert(keras.Model(inp, keras.layers.Dense(4)(keras.layers.Lambda(tf.exp)(inp))), "int8", (6,))
     c = tf.lite.TFLiteConverter.from_keras_model(model)
     c.target_spec.supported_ops = [tf.lite.OpsSet.SELECT_TF_OPS]
     with pytest.raises(ValueError, match="Flex"):

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // int8 kernels with LiteRT's reference arithmetic, bit for bit (lite.md §2): ADD / SUB (left
-// shift 20), SQUARED_DIFFERENCE (left shift 7), MUL, MAX_POOL_2D and AVERAGE_POOL_2D (in and
+// shift 20), SQUARED_DIFFERENCE (left shift 7), MUL, LEAKY_RELU, MAX_POOL_2D and AVERAGE_POOL_2D (in and
 // out share parameters), SOFTMAX (gemmlowp's fixed point), the table ops (LOGISTIC, TANH,
 // GELU built in float; HARD_SWISH and RSQRT in LiteRT's fixed point) and MEAN. The
 // convolutions, FULLY_CONNECTED and BATCH_MATMUL are in conv_int8.cpp / batch_matmul_int8.cpp.
@@ -450,6 +450,28 @@ class TableInt8 final : public LookupInt8 {
   Table kind_;
 };
 
+// LEAKY_RELU: (q - zp_in) requantized by s_in / s_out where it is at least 0, by
+// s_in * alpha / s_out below (the multipliers in float, as LiteRT's prepare), tabulated.
+class LeakyReluInt8 final : public LookupInt8 {
+ public:
+  explicit LeakyReluInt8(const OpContext& ctx) {
+    if (const auto* o = ctx.options<fb::LeakyReluOptions>()) alpha_ = o->alpha();
+  }
+
+ private:
+  int32_t fill(const OpContext&, const Tensor& x, const Tensor& y, int32_t v) override {
+    if (v == kQMin) {
+      alpha_m_ = quantize_multiplier(x.quant.scale[0] * alpha_ / y.quant.scale[0]);
+      identity_m_ = quantize_multiplier(x.quant.scale[0] / y.quant.scale[0]);
+    }
+    const int32_t value = v - zero_point(x);
+    return zero_point(y) + multiply_by_quantized_multiplier(value, value >= 0 ? identity_m_ : alpha_m_);
+  }
+
+  float alpha_ = 0.2f;
+  QuantizedMultiplier alpha_m_, identity_m_;
+};
+
 // RSQRT: per input value, LiteRT's integer 1/sqrt (fixed::inv_sqrt_multiplier_exp) times
 // 1 / (sqrt(s_in) s_out), tabulated; inputs below the zero point (negative reals) are an error.
 class RsqrtInt8 final : public LookupInt8 {
@@ -667,6 +689,7 @@ void register_int8_kernels(OpResolver& r) {
   wrap(r, B::TANH, [](const OpContext& c) { return std::unique_ptr<Kernel>(new TableInt8(c, Table::kTanh)); });
   wrap(r, B::GELU, [](const OpContext& c) { return std::unique_ptr<Kernel>(new TableInt8(c, Table::kGelu)); });
   wrap(r, B::RSQRT, [](const OpContext& c) { return std::unique_ptr<Kernel>(new RsqrtInt8(c)); });
+  wrap(r, B::LEAKY_RELU, [](const OpContext& c) { return std::unique_ptr<Kernel>(new LeakyReluInt8(c)); });
   wrap(r, B::HARD_SWISH, [](const OpContext& c) { return std::unique_ptr<Kernel>(new HardSwishInt8(c)); });
   wrap(r, B::BATCH_MATMUL, [](const OpContext& c) { return make_batch_matmul_int8(c); });
 }
