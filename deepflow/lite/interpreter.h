@@ -86,6 +86,13 @@ class Interpreter {
   void set_preserve_all_tensors(bool on) { preserve_all_tensors_ = on; }
   bool preserve_all_tensors() const { return preserve_all_tensors_; }
 
+  /// int8 convolutions, FULLY_CONNECTED and depthwise requantize in float, as LiteRT's
+  /// default (XNNPACK) kernels do: real multiplier times the int32 sum, rounded to nearest
+  /// even. Faster; outputs within a quantization step of LiteRT's reference kernels per op
+  /// instead of equal to them (the default). Takes effect at the next allocate_tensors().
+  void set_fast_int8(bool on) { fast_int8_ = on; }
+  bool fast_int8() const { return fast_int8_; }
+
   /// With profiling on, each invoke() adds every operator's time to Subgraph::node_times()
   /// (`deepflow lite benchmark --profile`).
   void set_profiling(bool on) { profiling_ = on; }
@@ -101,6 +108,7 @@ class Interpreter {
   size_t memory_limit_ = SIZE_MAX;
   bool profiling_ = false;
   bool preserve_all_tensors_ = false;
+  bool fast_int8_ = false;
   int64_t while_iteration_limit_ = 0;
 };
 

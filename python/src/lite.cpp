@@ -84,7 +84,7 @@ nb::dict details(lite::Subgraph& g, int index) {
 void init_lite(nb::module_& m) {
   nb::class_<PyInterpreter>(m, "_LiteInterpreter")
       .def("__init__",
-           [](PyInterpreter* self, nb::object path, nb::object content, int threads, bool preserve) {
+           [](PyInterpreter* self, nb::object path, nb::object content, int threads, bool preserve, bool fast_int8) {
              new (self) PyInterpreter();
              if (!path.is_none()) {
                self->model = lite::Model::from_file(nb::cast<std::string>(path));
@@ -94,9 +94,10 @@ void init_lite(nb::module_& m) {
              }
              self->interp = std::make_unique<lite::Interpreter>(self->model, threads);
              self->interp->set_preserve_all_tensors(preserve);
+             self->interp->set_fast_int8(fast_int8);
            },
            nb::arg("model_path").none(), nb::arg("model_content").none(), nb::arg("num_threads"),
-           nb::arg("preserve_all_tensors") = false)
+           nb::arg("preserve_all_tensors") = false, nb::arg("fast_int8") = false)
       .def("inputs", [](PyInterpreter& s, int g) { return s.interp->subgraph(g).inputs(); }, nb::arg("subgraph") = 0)
       .def("outputs", [](PyInterpreter& s, int g) { return s.interp->subgraph(g).outputs(); }, nb::arg("subgraph") = 0)
       .def("num_subgraphs", [](PyInterpreter& s) { return s.interp->num_subgraphs(); })

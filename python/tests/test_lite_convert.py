@@ -104,8 +104,8 @@ def _inputs(interp, x):
     return [np.clip(np.round(x / scale) + zp, info.min, info.max).astype(d["dtype"])]
 
 
-def _run_ours(content, xs, threads=1):
-    interp = tf.lite.Interpreter(model_content=content, num_threads=threads)
+def _run_ours(content, xs, threads=1, fast=False):
+    interp = tf.lite.Interpreter(model_content=content, num_threads=threads, experimental_fast_int8=fast)
     for d, x in zip(interp.get_input_details(), xs):
         interp.resize_tensor_input(d["index"], x.shape)
     interp.allocate_tensors()
@@ -166,6 +166,15 @@ def test_our_files_run_in_litert(tf_oracle, name, mode):
             else:
                 gap = int(np.abs(r.astype(np.int32) - d.astype(np.int32)).max())
                 assert np.abs(o.astype(np.int32) - d.astype(np.int32)).max() <= max(1, gap)
+        # experimental_fast_int8 requantizes in float, as XNNPACK: as close to LiteRT's default.
+        _, fast = _run_ours(content, xs, fast=True)
+        for dd, f, r, d in zip(interp.get_output_details(), fast, ref, default):
+            if f.dtype == np.float32:
+                gap = float(np.abs(r.astype(np.float64) - d).max())
+                np.testing.assert_allclose(f, d, rtol=0, atol=max(1e-6, 1.01 * _float_step(interp, dd), 1.01 * gap))
+            else:
+                gap = int(np.abs(r.astype(np.int32) - d.astype(np.int32)).max())
+                assert np.abs(f.astype(np.int32) - d.astype(np.int32)).max() <= max(1, gap)
     tol = {"float32": 1e-5, "float16": 3e-3, "dynamic_range": 3e-2}.get(mode, 0.08)
     for got, w in zip(_dequantized(interp, ours), want):
         np.testing.assert_allclose(got, w, rtol=0, atol=tol * max(1.0, np.abs(w).max()))

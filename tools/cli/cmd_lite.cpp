@@ -3,7 +3,7 @@
 //
 //   deepflow lite info model.tflite [--json]        # tensors, ops, signatures, arena size
 //   deepflow lite run model.tflite --input x=in.npy [--output-dir out/] [--threads 2]
-//   deepflow lite benchmark model.tflite [--threads 2] [--runs 50] [--warmup 5] [--batch 1] [--profile]
+//   deepflow lite benchmark model.tflite [--threads 2] [--runs 50] [--warmup 5] [--batch 1] [--profile] [--fast-int8]
 //
 // run reads each input from a .npy file (by tensor name, or by position with 0=..., 1=...;
 // an input's -1 dimensions take the array's) or, without --input, fills it with a fixed
@@ -205,6 +205,7 @@ void run(const RunOptions& o) {
 struct BenchOptions {
   std::string path;
   bool profile = false;
+  bool fast_int8 = false;
   int threads = 1;
   int runs = 50;
   int warmup = 5;
@@ -215,6 +216,7 @@ void benchmark(const BenchOptions& o) {
   auto t0 = Clock::now();
   auto model = lite::Model::from_file(o.path);
   lite::Interpreter interp(model, o.threads);
+  interp.set_fast_int8(o.fast_int8);
   for (size_t i = 0; i < interp.inputs().size(); ++i)
     interp.resize_input_tensor(interp.inputs()[i], concrete_shape(interp.input_tensor(static_cast<int>(i)), o.batch));
   interp.allocate_tensors();
@@ -294,6 +296,8 @@ void setup_lite(CLI::App& app) {
   b->add_option("--warmup", bo->warmup, "untimed runs first");
   b->add_option("--batch", bo->batch, "size of the inputs' -1 dimensions")->check(CLI::PositiveNumber);
   b->add_flag("--profile", bo->profile, "then time each op type over --runs more runs");
+  b->add_flag("--fast-int8", bo->fast_int8,
+              "requantize int8 convolutions in float, as LiteRT's default kernels (within a step of its reference)");
   b->callback([bo] { benchmark(*bo); });
 
   setup_lite_convert(lite);

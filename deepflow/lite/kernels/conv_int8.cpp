@@ -8,6 +8,7 @@
 // multipliers above 1 take the direct loops.
 #include <limits>
 
+#include "deepflow/lite/interpreter.h"
 #include "deepflow/lite/kernels/depthwise_int8.h"
 #include "deepflow/lite/kernels/gemm_int8.h"
 #include "deepflow/lite/kernels/int8_util.h"
@@ -69,7 +70,8 @@ class ConvInt8 final : public Kernel {
     if (!fast_) return;
     const int32_t* bias = int32_bias(ctx, 2, oc_);
     if (depthwise_) {
-      depthwise_fast_.prepare(w.data<int8_t>(), oc_, kh_ * kw_, bias, mult_q_, zero_point(y), range_.lo, range_.hi);
+      depthwise_fast_.prepare(w.data<int8_t>(), oc_, kh_ * kw_, bias, mult_q_, zero_point(y), range_.lo, range_.hi,
+                              ctx.subgraph().interpreter().fast_int8());
       return;
     }
     const int k = kh_ * kw_ * cin;
@@ -78,6 +80,7 @@ class ConvInt8 final : public Kernel {
     q.zp_out = zero_point(y);
     q.lo = range_.lo;
     q.hi = range_.hi;
+    q.fast = ctx.subgraph().interpreter().fast_int8();
     gemm_.prepare(w.data<int8_t>(), oc_, k, k, bias, -zero_point(x), std::move(q));
     pointwise_ = kh_ == 1 && kw_ == 1 && sh_ == 1 && sw_ == 1 && pad_top_ == 0 && pad_left_ == 0 &&
                  ph.out == x.dim(1) && pw.out == x.dim(2);
@@ -192,6 +195,7 @@ class FullyConnectedInt8 final : public Kernel {
       q.lo = range_.lo;
       q.hi = range_.hi;
       q.single_rounding = true;
+      q.fast = ctx.subgraph().interpreter().fast_int8();
       gemm_.prepare(w.data<int8_t>(), out_, in_, in_, int32_bias(ctx, 2, out_), -zero_point(x), std::move(q));
     }
     if (keep_dims_) {

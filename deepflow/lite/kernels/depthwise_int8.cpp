@@ -6,6 +6,7 @@
 #include "deepflow/lite/kernels/depthwise_int8.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "deepflow/lite/kernels/gemm_int8.h"
@@ -119,7 +120,9 @@ void im2col_int8(ThreadPool& pool, const ConvGeometry& g, const int8_t* in, int8
 }
 
 void DepthwiseInt8::prepare(const int8_t* filter, int channels, int taps, const int32_t* bias,
-                            const std::vector<QuantizedMultiplier>& multipliers, int32_t zp_out, int32_t lo, int32_t hi) {
+                            const std::vector<QuantizedMultiplier>& multipliers, int32_t zp_out, int32_t lo, int32_t hi,
+                            bool fast) {
+  fast_ = fast;
   channels_ = channels;
   taps_ = taps;
   padded_ = (channels + kBlock - 1) / kBlock * kBlock;
@@ -157,6 +160,15 @@ void DepthwiseInt8::prepare(const int8_t* filter, int channels, int taps, const 
     rshift_[static_cast<size_t>(c)] = m.shift > 0 ? 0 : -m.shift;
     any_left_ = any_left_ || m.shift > 0;
   }
+  real_.assign(static_cast<size_t>(padded_), 0.f);
+  for (int c = 0; c < channels; ++c)
+    real_[static_cast<size_t>(c)] = static_cast<float>(
+        std::ldexp(static_cast<double>(multipliers_[static_cast<size_t>(c)].multiplier), multipliers_[static_cast<size_t>(c)].shift - 31));
+  split_real_.assign(static_cast<size_t>(blocks) * 2 * kLanes, 0.f);
+  for (int b = 0; b < blocks; ++b)
+    for (int parity = 0; parity < 2; ++parity)
+      for (int j = 0; j < kLanes; ++j)
+        split_real_[(static_cast<size_t>(b) * 2 + parity) * kLanes + j] = real_[static_cast<size_t>(b * kBlock + 2 * j + parity)];
   // The per-channel tables again, split into even and odd channels per block of 32.
   split_tables_.assign(static_cast<size_t>(blocks) * kSplitTables * kLanes, 0);
   const std::vector<int32_t>* tables[] = {&bias_, &mult_, &lshift_, &rshift_, &weight_sums_};
@@ -190,7 +202,14 @@ void DepthwiseInt8::rows_portable(const ConvGeometry& g, const int8_t* in, int32
         }
         int8_t* dst = out + (r * g.ow + ox) * g.c + c0;
         for (int j = 0; j < lanes; ++j) {
-          const int32_t v = multiply_by_quantized_multiplier(acc[j], multipliers_[static_cast<size_t>(c0 + j)]) + zp_out_;
+          int32_t v;
+          if (fast_) {
+            float f = static_cast<float>(acc[j]) * real_[static_cast<size_t>(c0 + j)];
+            f = std::min(std::max(f, static_cast<float>(lo_ - zp_out_)), static_cast<float>(hi_ - zp_out_));
+            v = static_cast<int32_t>(std::nearbyint(f)) + zp_out_;
+          } else {
+            v = multiply_by_quantized_multiplier(acc[j], multipliers_[static_cast<size_t>(c0 + j)]) + zp_out_;
+          }
           dst[j] = static_cast<int8_t>(std::clamp(v, lo_, hi_));
         }
       }
@@ -237,8 +256,9 @@ DF_LITE_VNNI inline __m512i border_sum(const ConvGeometry& g, const DepthwiseTab
 // 32 channels' sums, even and odd channels apart, requantized and interleaved back to bytes.
 template <bool kLeft>
 DF_LITE_VNNI inline void store_block(int8_t* dst, __mmask32 valid, __m512i acc_e, __m512i acc_o, const RequantLanes& qe,
-                                     const RequantLanes& qo) {
-  const __m128i be = requantize16_biased<false, kLeft>(acc_e, qe), bo = requantize16_biased<false, kLeft>(acc_o, qo);
+                                     const RequantLanes& qo, bool fast) {
+  const __m128i be = fast ? requantize16_fast(acc_e, qe) : requantize16_biased<false, kLeft>(acc_e, qe);
+  const __m128i bo = fast ? requantize16_fast(acc_o, qo) : requantize16_biased<false, kLeft>(acc_o, qo);
   const __m256i bytes =
       _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(be, bo)), _mm_unpackhi_epi8(be, bo), 1);
   _mm256_mask_storeu_epi8(dst, valid, bytes);
@@ -272,8 +292,10 @@ DF_LITE_VNNI void depthwise_rows(const ConvGeometry& g, const DepthwiseTables& t
       const __mmask16 valid_a = static_cast<__mmask16>(valid32), valid_b = static_cast<__mmask16>(valid32 >> 16);
       const int32_t* st = t.split + static_cast<size_t>(blk) * kSplitTables * kLanes;
       auto table = [&](int k, int parity) { return st + (k * 2 + parity) * kLanes; };
-      const RequantLanes qe = requant_lanes(table(0, 0), table(1, 0), table(2, 0), table(3, 0), t.zp_out, t.lo, t.hi, false);
-      const RequantLanes qo = requant_lanes(table(0, 1), table(1, 1), table(2, 1), table(3, 1), t.zp_out, t.lo, t.hi, false);
+      RequantLanes qe = requant_lanes(table(0, 0), table(1, 0), table(2, 0), table(3, 0), t.zp_out, t.lo, t.hi, false);
+      RequantLanes qo = requant_lanes(table(0, 1), table(1, 1), table(2, 1), table(3, 1), t.zp_out, t.lo, t.hi, false);
+      qe.real = _mm512_loadu_ps(t.split_real + static_cast<size_t>(blk) * 2 * kLanes);
+      qo.real = _mm512_loadu_ps(t.split_real + (static_cast<size_t>(blk) * 2 + 1) * kLanes);
       // The interior sums start at bias + in_offset * (the channel's weight sum).
       const __m512i seed_e = _mm512_add_epi32(qe.bias, _mm512_mullo_epi32(off, _mm512_loadu_si512(table(4, 0))));
       const __m512i seed_o = _mm512_add_epi32(qo.bias, _mm512_mullo_epi32(off, _mm512_loadu_si512(table(4, 1))));
@@ -301,9 +323,9 @@ DF_LITE_VNNI void depthwise_rows(const ConvGeometry& g, const DepthwiseTables& t
               dpwssd(acc_o2, x2, wo);
             }
           }
-          store_block<kLeft>(dst, valid32, acc_e, acc_o, qe, qo);
+          store_block<kLeft>(dst, valid32, acc_e, acc_o, qe, qo, t.fast);
           if (pair) {
-            store_block<kLeft>(dst + g.c, valid32, acc_e2, acc_o2, qe, qo);
+            store_block<kLeft>(dst + g.c, valid32, acc_e2, acc_o2, qe, qo, t.fast);
             ++ox;
           }
           continue;
@@ -311,9 +333,11 @@ DF_LITE_VNNI void depthwise_rows(const ConvGeometry& g, const DepthwiseTables& t
         for (int h = 0; h < 2 && c0 + h * kLanes < t.channels; ++h) {
           const int c = c0 + h * kLanes;
           const __mmask16 valid = h == 0 ? valid_a : valid_b;
-          const RequantLanes q = requant_lanes(t.bias + c, t.mult + c, t.lshift + c, t.rshift + c, t.zp_out, t.lo, t.hi, false);
+          RequantLanes q = requant_lanes(t.bias + c, t.mult + c, t.lshift + c, t.rshift + c, t.zp_out, t.lo, t.hi, false);
+          q.real = _mm512_loadu_ps(t.real + c);
+          const __m512i sum = border_sum(g, t, image, oy, ox, c, valid, off);
           _mm_mask_storeu_epi8(dst + h * kLanes, valid,
-                               requantize16<false, kLeft>(border_sum(g, t, image, oy, ox, c, valid, off), q));
+                               t.fast ? requantize16_fast(_mm512_add_epi32(sum, q.bias), q) : requantize16<false, kLeft>(sum, q));
         }
       }
     }
@@ -326,9 +350,9 @@ DF_LITE_INTRINSICS_END
 void DepthwiseInt8::rows_vnni(const ConvGeometry& g, const int8_t* in, int32_t in_offset, int8_t* out, int64_t lo,
                               int64_t hi) const {
 #if DF_LITE_VNNI_BUILD
-  const DepthwiseTables t{channels_,    padded_,      weights_.data(),  split_weights_.data(), split_tables_.data(),
-                          bias_.data(), mult_.data(), lshift_.data(),   rshift_.data(),        zp_out_,
-                          lo_,          hi_};
+  const DepthwiseTables t{channels_,    padded_,      weights_.data(), split_weights_.data(), split_tables_.data(),
+                          bias_.data(), mult_.data(), lshift_.data(),  rshift_.data(),        zp_out_,
+                          lo_,          hi_,          real_.data(),    split_real_.data(),    fast_};
   // tap_off holds up to 64 taps: larger windows take the portable loop.
   if (g.kh * g.kw > 64) return rows_portable(g, in, in_offset, out, lo, hi);
   (any_left_ ? &depthwise_rows<true> : &depthwise_rows<false>)(g, t, in, in_offset, out, lo, hi);

@@ -32,6 +32,9 @@ struct DepthwiseTables {
   const int32_t* split;          // per block of 32: bias, multiplier, shifts, weight sums, even and odd
   const int32_t *bias, *mult, *lshift, *rshift;
   int32_t zp_out, lo, hi;
+  const float* real;        // padded: each channel's multiplier as a float (fast)
+  const float* split_real;  // per block of 32: the same, even channels then odd
+  bool fast;                // requantize in float (Interpreter::set_fast_int8)
 };
 
 /// DEPTHWISE_CONV_2D with a channel multiplier of 1 and a constant filter: per output pixel
@@ -42,8 +45,10 @@ class DepthwiseInt8 {
  public:
   /// filter: taps x channels (TFLite's 1HWC). bias: channels values or nullptr. multipliers:
   /// one per channel, or one for all.
+  /// fast: requantize in float, as LiteRT's default kernels (Interpreter::set_fast_int8).
   void prepare(const int8_t* filter, int channels, int taps, const int32_t* bias,
-               const std::vector<QuantizedMultiplier>& multipliers, int32_t zp_out, int32_t lo, int32_t hi);
+               const std::vector<QuantizedMultiplier>& multipliers, int32_t zp_out, int32_t lo, int32_t hi,
+               bool fast = false);
   /// out: n x oh x ow x channels. Threads split the output rows.
   void run(ThreadPool& pool, const ConvGeometry& g, const int8_t* in, int32_t in_offset, int8_t* out) const;
 
@@ -58,6 +63,8 @@ class DepthwiseInt8 {
   std::vector<int16_t> split_weights_;        // DepthwiseTables::split_weights
   std::vector<int32_t> split_tables_;         // DepthwiseTables::split
   std::vector<int32_t> weight_sums_;          // padded_: each channel's sum over the taps
+  std::vector<float> real_, split_real_;      // DepthwiseTables::real, split_real
+  bool fast_ = false;
   std::vector<int32_t> bias_, mult_, lshift_, rshift_;  // padded_ each
   std::vector<QuantizedMultiplier> multipliers_;        // channels_ (the portable path's)
   bool any_left_ = false;

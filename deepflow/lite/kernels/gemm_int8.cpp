@@ -9,6 +9,7 @@
 #include "deepflow/lite/kernels/gemm_int8.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "deepflow/lite/kernels/requant_simd.h"
@@ -59,6 +60,7 @@ struct Cols {
   const int32_t* lshift;
   const int32_t* rshift;
   int count;  // valid columns, 1..16
+  const float* real;  // the multipliers as floats (fast requantization)
 #if DF_LITE_VNNI_BUILD
   const RequantLanes* lanes = nullptr;  // the VNNI path: these columns' constants, made once per task
 #endif
@@ -73,6 +75,13 @@ int32_t requant_scalar(int32_t acc, int32_t mult, int32_t lshift, int32_t rshift
   }
   const auto shifted = static_cast<int32_t>(static_cast<uint32_t>(acc) << lshift);
   return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(shifted, mult), rshift);
+}
+
+// The fast form on one value: acc * real clamped to [lo, hi] - zp, rounded to nearest even.
+int32_t requant_fast_scalar(int32_t acc, float real, const Int8Requant& q) {
+  float v = static_cast<float>(acc) * real;
+  v = std::min(std::max(v, static_cast<float>(q.lo - q.zp_out)), static_cast<float>(q.hi - q.zp_out));
+  return static_cast<int32_t>(std::nearbyint(v)) + q.zp_out;
 }
 
 void tile_portable(int mr, int panels, int k4, const uint8_t* a, const int8_t* b, size_t panel_bytes,
@@ -95,8 +104,9 @@ void tile_portable(int mr, int panels, int k4, const uint8_t* a, const int8_t* b
     const Cols& c = cols[p];
     for (int i = 0; i < mr; ++i)
       for (int j = 0; j < c.count; ++j) {
-        const int32_t v = requant_scalar(acc[i][p * kNp + j] + c.bias[j], c.mult[j], c.lshift[j], c.rshift[j],
-                                         q.single_rounding) + q.zp_out;
+        const int32_t x = acc[i][p * kNp + j] + c.bias[j];
+        const int32_t v = q.fast ? requant_fast_scalar(x, c.real[j], q)
+                                 : requant_scalar(x, c.mult[j], c.lshift[j], c.rshift[j], q.single_rounding) + q.zp_out;
         y[static_cast<ptrdiff_t>(i) * ldy + p * kNp + j] = static_cast<int8_t>(std::clamp(v, q.lo, q.hi));
       }
   }
@@ -110,7 +120,7 @@ void tile_portable(int mr, int panels, int k4, const uint8_t* a, const int8_t* b
 // vpdpbusd does not use).
 template <int MR, int NP, bool kSingle, bool kLeft, bool kFlip>
 DF_LITE_VNNI void tile_vnni(int k4, const uint8_t* a, ptrdiff_t row_stride, ptrdiff_t group_stride, const int8_t* b,
-                            size_t panel_bytes, const Cols* cols, const Int8Requant& /*q*/, int8_t* y, int ldy) {
+                            size_t panel_bytes, const Cols* cols, const Int8Requant& q, int8_t* y, int ldy) {
   __m512i acc[MR][NP];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
@@ -140,12 +150,13 @@ DF_LITE_VNNI void tile_vnni(int k4, const uint8_t* a, ptrdiff_t row_stride, ptrd
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i)
       _mm_mask_storeu_epi8(y + static_cast<ptrdiff_t>(i) * ldy + p * kNp, valid,
-                           requantize16_biased<kSingle, kLeft>(acc[i][p], lanes));
+                           q.fast ? requantize16_fast(acc[i][p], lanes) : requantize16_biased<kSingle, kLeft>(acc[i][p], lanes));
   }
 }
 
 DF_LITE_VNNI void make_lanes(const Cols& c, const Int8Requant& q, RequantLanes* out) {
   *out = requant_lanes(c.bias, c.mult, c.lshift, c.rshift, q.zp_out, q.lo, q.hi, q.single_rounding);
+  out->real = _mm512_loadu_ps(c.real);
 }
 
 using TileFn = void (*)(int, const uint8_t*, ptrdiff_t, ptrdiff_t, const int8_t*, size_t, const Cols*,
@@ -220,11 +231,13 @@ void Int8Gemm::prepare(const int8_t* w, int n, int k, int ldw, const int32_t* bi
   any_left_ = false;
   const size_t padded = static_cast<size_t>((n + kNp - 1) / kNp) * kNp;
   multiplier_.assign(padded, 0);
+  real_.assign(padded, 0.f);
   left_shift_.assign(padded, 0);
   right_shift_.assign(padded, 1);
   for (int j = 0; j < n; ++j) {
     const QuantizedMultiplier m = requant_.multipliers[requant_.multipliers.size() == 1 ? 0 : static_cast<size_t>(j)];
     multiplier_[static_cast<size_t>(j)] = m.multiplier;
+    real_[static_cast<size_t>(j)] = static_cast<float>(std::ldexp(static_cast<double>(m.multiplier), m.shift - 31));
     if (requant_.single_rounding) {
       right_shift_[static_cast<size_t>(j)] = 31 - m.shift;
     } else {
@@ -281,7 +294,7 @@ void Int8Gemm::run(ThreadPool* pool, int m, const int8_t* a, int lda, int8_t* y,
       for (int h = 0; h < np; ++h) {
         const size_t j = static_cast<size_t>(p + h) * kNp;
         cols[h] = {column_bias_.data() + j, multiplier_.data() + j, left_shift_.data() + j, right_shift_.data() + j,
-                   std::min(kNp, n - static_cast<int>(j))};
+                   std::min(kNp, n - static_cast<int>(j)), real_.data() + j};
 #if DF_LITE_VNNI_BUILD
         if (vnni) {
           make_lanes(cols[h], requant_, &lanes[h]);

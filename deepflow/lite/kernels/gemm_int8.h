@@ -50,6 +50,9 @@ struct Int8Requant {
   int32_t zp_out = 0;
   int32_t lo = -128, hi = 127;
   bool single_rounding = false;
+  /// Requantize in float instead (Interpreter::set_fast_int8): y = clamp(zp_out +
+  /// round_half_even(acc * real_j)), real_j the multiplier's value.
+  bool fast = false;
 };
 
 /// Everything an int8 GEMM needs besides A, prepared once from constant weights and bias.
@@ -75,6 +78,7 @@ class Int8Gemm {
   std::vector<int32_t> multiplier_;    // per column, padded
   std::vector<int32_t> left_shift_;    // per column (double rounding), padded
   std::vector<int32_t> right_shift_;   // per column: the RDBPOT exponent, or 31 - shift (single rounding)
+  std::vector<float> real_;            // per column, padded: the multiplier's value (fast)
   bool any_left_ = false;              // some column shifts left (a multiplier above 1)
 };
 

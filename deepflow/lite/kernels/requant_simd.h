@@ -52,6 +52,8 @@ struct RequantLanes {
   __m512i add_zp_even, add_zp_odd;  // add + zp * 2^shift: the zero point added in the same shift
   bool fold_zp;                 // every shift is at most 54, so add_zp cannot overflow
   bool clamp;                   // [lo, hi] is narrower than int8's range
+  __m512 real;                  // the fast path: each column's multiplier as a float
+  __m512 lo_less_zp, hi_less_zp;
 };
 
 /// The constants of columns [0, 16) of padded per-column tables (16 readable values each):
@@ -98,6 +100,9 @@ DF_LITE_VNNI inline RequantLanes requant_lanes(const int32_t* bias, const int32_
   const __m512i limit = _mm512_set1_epi64(54);
   c.fold_zp = _mm512_cmpgt_epi64_mask(c.sh_even, limit) == 0 && _mm512_cmpgt_epi64_mask(c.sh_odd, limit) == 0;
   c.clamp = lo > -128 || hi < 127;
+  c.real = _mm512_setzero_ps();
+  c.lo_less_zp = _mm512_set1_ps(static_cast<float>(lo - zp));
+  c.hi_less_zp = _mm512_set1_ps(static_cast<float>(hi - zp));
   return c;
 }
 
@@ -150,6 +155,14 @@ DF_LITE_VNNI inline __m128i clamp_to_int8(__m512i r, const RequantLanes& c, bool
 template <bool kSingle, bool kLeft>
 DF_LITE_VNNI inline __m128i requantize16_biased(__m512i x, const RequantLanes& c) {
   return clamp_to_int8(multiply_lanes<kSingle, kLeft>(x, c, c.fold_zp), c, c.fold_zp);
+}
+
+/// The fast form (Interpreter::set_fast_int8), for sums holding the bias: acc * real clamped
+/// to [lo, hi] - zp in float, rounded to nearest even, plus zp (XNNPACK's fp32 requantization).
+DF_LITE_VNNI inline __m128i requantize16_fast(__m512i x, const RequantLanes& c) {
+  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(x), c.real);
+  v = _mm512_min_ps(_mm512_max_ps(v, c.lo_less_zp), c.hi_less_zp);
+  return _mm512_cvtsepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(v), c.zp));
 }
 
 /// requantize(acc + bias) for 16 columns, as bytes.

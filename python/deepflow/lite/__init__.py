@@ -49,19 +49,23 @@ class Interpreter:
 
     model_path or model_content (bytes); num_threads >= 1 (None: 1);
     experimental_preserve_all_tensors keeps intermediate tensors readable after invoke().
+    experimental_fast_int8 (deepflow's): int8 convolutions and FULLY_CONNECTED requantize in
+    float, as LiteRT's default (XNNPACK) kernels do; faster, within a quantization step of
+    LiteRT's reference kernels per op instead of equal to them (the default).
     Delegates and the other experimental_* options are accepted and ignored: deepflow has one
     set of kernels."""
 
     def __init__(self, model_path=None, model_content=None, experimental_delegates=None, num_threads=None,
                  experimental_op_resolver_type=OpResolverType.AUTO, experimental_preserve_all_tensors=False,
-                 **kwargs):
+                 experimental_fast_int8=False, **kwargs):
         if (model_path is None) == (model_content is None):
             raise ValueError("[tf.lite.Interpreter] pass exactly one of model_path and model_content")
         threads = 1 if num_threads is None else int(num_threads)
         if threads < 1:
             raise ValueError(f"[tf.lite.Interpreter] num_threads must be at least 1, not {num_threads}")
         content = None if model_content is None else bytes(model_content)
-        self._impl = _deepflow._LiteInterpreter(model_path, content, threads, bool(experimental_preserve_all_tensors))
+        self._impl = _deepflow._LiteInterpreter(model_path, content, threads, bool(experimental_preserve_all_tensors),
+                                                bool(experimental_fast_int8))
         self._allocated = set()
 
     # Tensors.
