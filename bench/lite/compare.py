@@ -5,6 +5,8 @@ default XNNPACK delegate) on the same .tflite files, 1 and 2 threads, medians, o
   lite/<model>/<mode>/t<threads>   invoke() at batch 1: `deepflow lite benchmark` vs
                                    LiteRT's Interpreter.invoke (set_tensor not timed)
   lite/<model>/int8_vs_float/t<n>  deepflow's own int8 speed-up: float32 median / int8 median
+  lite/<model>/int8_fast/t<n>      the int8 file with --fast-int8 (float requantization, as
+                                   LiteRT's default), and its speed-up over our float32
   lite/tiny/float32/t1             a two-op model ([1, 8]: MUL, ADD): what an invoke costs
                                    beyond its kernels (the goal: under 10 us)
 
@@ -94,9 +96,10 @@ def litert_median(path, threads, runs):
     return statistics.median(times)
 
 
-def deepflow_median(build, path, threads, runs):
+def deepflow_median(build, path, threads, runs, fast=False):
     out = subprocess.run([os.path.join(build, "tools", "cli", "deepflow"), "lite", "benchmark", path,
-                          "--threads", str(threads), "--runs", str(runs)], check=True, capture_output=True, text=True)
+                          "--threads", str(threads), "--runs", str(runs)] + (["--fast-int8"] if fast else []),
+                         check=True, capture_output=True, text=True)
     return float(re.search(r"median ([0-9.e+-]+) ms", out.stdout).group(1))
 
 
@@ -131,6 +134,18 @@ def main(argv):
             print(f"{key:36s} deepflow {ours * 1e3:10.2f} us   LiteRT {theirs * 1e3:10.2f} us   {theirs / ours:5.2f}x",
                   flush=True)
             f32 = rows.get(f"lite/{name}/float32/t{threads}")
+            if mode == "int8":
+                # The same file with float requantization (--fast-int8), LiteRT's default's way.
+                fast = deepflow_median(build, path, threads, runs, fast=True)
+                key = f"lite/{name}/int8_fast/t{threads}"
+                rows[key] = {"deepflow_ms": fast, "litert_ms": theirs, "ratio": theirs / fast}
+                print(f"{key:36s} deepflow {fast * 1e3:10.2f} us   LiteRT {theirs * 1e3:10.2f} us   {theirs / fast:5.2f}x",
+                      flush=True)
+                if f32:
+                    key = f"lite/{name}/int8_fast_vs_float/t{threads}"
+                    rows[key] = {"ratio": f32["deepflow_ms"] / fast}
+                    print(f"{key:36s} deepflow float32 {f32['deepflow_ms'] * 1e3:10.2f} us / int8 fast "
+                          f"{fast * 1e3:10.2f} us = {f32['deepflow_ms'] / fast:5.2f}x", flush=True)
             if mode == "int8" and f32:
                 key = f"lite/{name}/int8_vs_float/t{threads}"
                 rows[key] = {"ratio": f32["deepflow_ms"] / ours}
