@@ -234,25 +234,6 @@ Inside inside(int out, int in, int kernel, int stride, int dilation, int pad_bef
   return {lo, hi};
 }
 
-// One output pixel's 16 channels at c0 through the taps inside the image: (x + in_offset) * w.
-DF_LITE_VNNI inline __m512i border_sum(const ConvGeometry& g, const DepthwiseTables& t, const int8_t* image, int oy,
-                                       int ox, int c0, __mmask16 valid, __m512i off) {
-  __m512i acc = _mm512_setzero_si512();
-  for (int ky = 0; ky < g.kh; ++ky) {
-    const int iy = oy * g.sh - g.pad_top + g.dh * ky;
-    if (iy < 0 || iy >= g.ih) continue;
-    const int8_t* row = image + static_cast<int64_t>(iy) * g.iw * g.c + c0;
-    const int32_t* wrow = t.weights + static_cast<size_t>(ky) * g.kw * t.padded + c0;
-    for (int kx = 0; kx < g.kw; ++kx) {
-      const int ix = ox * g.sw - g.pad_left + g.dw * kx;
-      if (ix < 0 || ix >= g.iw) continue;
-      const __m512i x = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(valid, row + static_cast<int64_t>(ix) * g.c));
-      acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_add_epi32(x, off), _mm512_loadu_si512(wrow + static_cast<size_t>(kx) * t.padded)));
-    }
-  }
-  return acc;
-}
-
 // 32 channels' sums, even and odd channels apart, requantized and interleaved back to bytes.
 template <bool kLeft>
 DF_LITE_VNNI inline void store_block(int8_t* dst, __mmask32 valid, __m512i acc_e, __m512i acc_o, const RequantLanes& qe,
@@ -268,12 +249,13 @@ DF_LITE_VNNI inline void store_block(int8_t* dst, __mmask32 valid, __m512i acc_e
 // one widening load to 32 int16 and two vpdpwssd, against the block's even-channel weights
 // (odd lanes zero) and odd-channel weights, so the even and odd channels sum in two vectors
 // of 16 int32; sums start at in_offset * (the channel's weight sum), so no offset is added
-// per tap. Both halves are requantized and interleaved back. Border pixels add
-// (x + in_offset) * w per tap inside the image, 16 channels at a time.
+// per tap. Both halves are requantized and interleaved back. Border pixels take the same
+// path one at a time, a tap outside the image reading the zero point.
 template <bool kLeft>
 DF_LITE_VNNI void depthwise_rows(const ConvGeometry& g, const DepthwiseTables& t, const int8_t* in, int32_t in_offset,
                                  int8_t* out, int64_t lo, int64_t hi) {
   const __m512i off = _mm512_set1_epi32(in_offset);
+  const __m512i zp16 = _mm512_set1_epi16(static_cast<int16_t>(-in_offset));
   const Inside cols = inside(g.ow, g.iw, g.kw, g.sw, g.dw, g.pad_left);
   const Inside rows = inside(g.oh, g.ih, g.kh, g.sh, g.dh, g.pad_top);
   const int taps = g.kh * g.kw;
@@ -289,7 +271,6 @@ DF_LITE_VNNI void depthwise_rows(const ConvGeometry& g, const DepthwiseTables& t
       const int c0 = blk * kBlock;
       const int lanes = std::min(kBlock, t.channels - c0);
       const __mmask32 valid32 = lanes == kBlock ? ~__mmask32{0} : static_cast<__mmask32>((uint64_t{1} << lanes) - 1);
-      const __mmask16 valid_a = static_cast<__mmask16>(valid32), valid_b = static_cast<__mmask16>(valid32 >> 16);
       const int32_t* st = t.split + static_cast<size_t>(blk) * kSplitTables * kLanes;
       auto table = [&](int k, int parity) { return st + (k * 2 + parity) * kLanes; };
       RequantLanes qe = requant_lanes(table(0, 0), table(1, 0), table(2, 0), table(3, 0), t.zp_out, t.lo, t.hi, false);
@@ -330,15 +311,24 @@ DF_LITE_VNNI void depthwise_rows(const ConvGeometry& g, const DepthwiseTables& t
           }
           continue;
         }
-        for (int h = 0; h < 2 && c0 + h * kLanes < t.channels; ++h) {
-          const int c = c0 + h * kLanes;
-          const __mmask16 valid = h == 0 ? valid_a : valid_b;
-          RequantLanes q = requant_lanes(t.bias + c, t.mult + c, t.lshift + c, t.rshift + c, t.zp_out, t.lo, t.hi, false);
-          q.real = _mm512_loadu_ps(t.real + c);
-          const __m512i sum = border_sum(g, t, image, oy, ox, c, valid, off);
-          _mm_mask_storeu_epi8(dst + h * kLanes, valid,
-                               t.fast ? requantize16_fast(_mm512_add_epi32(sum, q.bias), q) : requantize16<false, kLeft>(sum, q));
+        // A border pixel: the same sums, each tap outside the image reading the zero point
+        // (whose x + in_offset is 0), so the seed's in_offset * sum w stays right.
+        __m512i acc_e = seed_e, acc_o = seed_o;
+        for (int ky = 0; ky < g.kh; ++ky) {
+          const int iy = oy * g.sh - g.pad_top + g.dh * ky;
+          const bool row_ok = iy >= 0 && iy < g.ih;
+          for (int kx = 0; kx < g.kw; ++kx) {
+            const int ix = ox * g.sw - g.pad_left + g.dw * kx;
+            const int16_t* w = wb + (ky * g.kw + kx) * tap_stride;
+            const __m512i x = row_ok && ix >= 0 && ix < g.iw
+                                  ? _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(
+                                        valid32, image + (static_cast<int64_t>(iy) * g.iw + ix) * g.c + c0))
+                                  : zp16;
+            dpwssd(acc_e, x, _mm512_loadu_si512(w));
+            dpwssd(acc_o, x, _mm512_loadu_si512(w + kBlock));
+          }
         }
+        store_block<kLeft>(dst, valid32, acc_e, acc_o, qe, qo, t.fast);
       }
     }
   }
