@@ -629,19 +629,33 @@ class MeanInt8 final : public Kernel {
         out_stride[static_cast<size_t>(d)] = s;
         s *= x.dim(d);
       }
-    const int32_t offset = zin;
     sums_.assign(static_cast<size_t>(y.num_elements()), 0);
+    // Runs of the innermost dimension at a time (vectorizable): added onto as many sums when
+    // it is kept, summed into one when it is reduced; an odometer over the outer dimensions.
+    const int64_t inner = rank ? x.dim(rank - 1) : 1;
+    const bool inner_kept = rank && !reduced_[static_cast<size_t>(rank - 1)];
     std::vector<int> idx(static_cast<size_t>(rank), 0);
     int64_t o = 0;
-    for (int64_t i = 0, n = x.num_elements(); i < n; ++i) {
-      sums_[static_cast<size_t>(o)] += in[i] - offset;
-      for (int d = rank - 1; d >= 0; --d) {  // the next coordinate, and its output index
+    for (int64_t i = 0, n = x.num_elements(); i < n; i += inner) {
+      const int8_t* run = in + i;
+      if (inner_kept) {
+        int32_t* dst = sums_.data() + o;
+        for (int64_t k = 0; k < inner; ++k) dst[k] += run[k];
+      } else {
+        int32_t total = 0;
+        for (int64_t k = 0; k < inner; ++k) total += run[k];
+        sums_[static_cast<size_t>(o)] += total;
+      }
+      for (int d = rank - 2; d >= 0; --d) {  // the next run's coordinates, and its output index
         o += out_stride[static_cast<size_t>(d)];
         if (++idx[static_cast<size_t>(d)] < x.dim(d)) break;
         o -= out_stride[static_cast<size_t>(d)] * x.dim(d);
         idx[static_cast<size_t>(d)] = 0;
       }
     }
+    // The zero point comes off once per sum: count of them in each.
+    const int64_t count = x.num_elements() / std::max<int64_t>(1, y.num_elements());
+    for (int32_t& v : sums_) v -= static_cast<int32_t>(zin * count);
     for (int64_t k = 0, n = y.num_elements(); k < n; ++k) {
       const int32_t v = multiply_by_quantized_multiplier(sums_[static_cast<size_t>(k)], mult_) + zout;
       out[k] = static_cast<int8_t>(std::min(std::max(v, kQMin), kQMax));
