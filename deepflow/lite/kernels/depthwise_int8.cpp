@@ -51,17 +51,33 @@ DF_LITE_VNNI void im2col_rows_short(const ConvGeometry& g, const int8_t* in, int
   const __mmask64 full = run == 64 ? ~__mmask64{0} : (__mmask64{1} << run) - 1;
   const __m512i pads = _mm512_set1_epi8(pad);
   const __mmask64 tail = row_stride - row_bytes >= 64 ? ~__mmask64{0} : (__mmask64{1} << (row_stride - row_bytes)) - 1;
+  // A patch row of at most 64 bytes (a first layer's 3x3x3) is built in one vector.
+  const bool whole = row_stride <= 64;
+  const __mmask64 patch = row_stride == 64 ? ~__mmask64{0} : (__mmask64{1} << row_stride) - 1;
   for (int64_t r = lo; r < hi; ++r) {
     const int b = static_cast<int>(r / g.oh), oy = static_cast<int>(r % g.oh);
     for (int ox = 0; ox < g.ow; ++ox) {
       int8_t* d = dst + (static_cast<size_t>(r) * g.ow + ox) * row_stride;
-      _mm512_mask_storeu_epi8(d + row_bytes, tail, _mm512_setzero_si512());
+      if (!whole) _mm512_mask_storeu_epi8(d + row_bytes, tail, _mm512_setzero_si512());
       const int x0 = ox * g.sw - g.pad_left;
       // Bytes [first, last) of the window row lie inside the image row.
       const int first = std::max(0, -x0) * g.c, last = std::min(g.kw, g.iw - x0) * g.c;
       const __mmask64 inside = last > first ? full & ~((__mmask64{1} << first) - 1) &
                                                   (last >= 64 ? ~__mmask64{0} : (__mmask64{1} << last) - 1)
                                             : 0;
+      if (whole) {
+        // The whole patch fits one vector: each window row's masked load lands at its place
+        // (the load starts ky * run bytes early, masked off), then one store of the row.
+        __m512i v = pads;
+        for (int ky = 0; ky < g.kh; ++ky) {
+          const int iy = oy * g.sh - g.pad_top + ky * g.dh;
+          if (iy < 0 || iy >= g.ih) continue;
+          const int8_t* src = in + ((static_cast<int64_t>(b) * g.ih + iy) * g.iw + x0) * g.c;
+          v = _mm512_mask_loadu_epi8(v, inside << (ky * run), src - ky * run);
+        }
+        _mm512_mask_storeu_epi8(d, patch, v);
+        continue;
+      }
       for (int ky = 0; ky < g.kh; ++ky, d += run) {
         const int iy = oy * g.sh - g.pad_top + ky * g.dh;
         const __mmask64 m = iy < 0 || iy >= g.ih ? 0 : inside;

@@ -20,8 +20,8 @@ struct ConvGeometry {
 
 /// The patches of an int8 image as rows `row_stride` bytes apart: row (b, oy, ox) holds
 /// kh*kw*c bytes, tap by tap (OHWI's order), a tap outside the image filled with `pad` (the
-/// input's zero point, so it adds nothing to a sum of (x - zp) * w), then zeros up to
-/// row_stride.
+/// input's zero point, so it adds nothing to a sum of (x - zp) * w), then up to row_stride
+/// bytes the GEMM multiplies by zero weights (zeros, or the zero point).
 void im2col_int8(ThreadPool& pool, const ConvGeometry& g, const int8_t* in, int8_t pad, int8_t* dst, size_t row_stride);
 
 /// What the vector depthwise rows read (DepthwiseInt8's tables).
