@@ -19,10 +19,15 @@ namespace deepflow::lite {
 #if DF_LITE_VNNI_BUILD
 // GCC 12's AVX-512 intrinsics seed some results with a self-initialized "undefined" vector,
 // which -Wuninitialized reports once they are inlined: code of intrinsics goes between these.
+#if defined(__clang__)
+#define DF_LITE_INTRINSICS_BEGIN _Pragma("clang diagnostic push") _Pragma("clang diagnostic ignored \"-Wuninitialized\"")
+#define DF_LITE_INTRINSICS_END _Pragma("clang diagnostic pop")
+#else
 #define DF_LITE_INTRINSICS_BEGIN                                   \
   _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wuninitialized\"") \
       _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
 #define DF_LITE_INTRINSICS_END _Pragma("GCC diagnostic pop")
+#endif
 DF_LITE_INTRINSICS_BEGIN
 /// acc += the 4-byte dot products of unsigned a and signed b, per 32-bit lane (vpdpbusd). In
 /// asm: GCC 12 copies the accumulator around each intrinsic call, which costs the int8 GEMM's
