@@ -4,7 +4,8 @@
 // allocated and one invoke on zeroed inputs. Rejection is a lite::Error; anything else (a
 // crash, a sanitizer report, another exception, a hang, memory past -rss_limit_mb) is a bug.
 // The interpreter's memory limit bounds what a file's shapes may ask for, and its WHILE
-// iteration limit how long a loop whose condition never turns false may run.
+// iteration limit how long a loop whose condition never turns false may run. The file's size
+// picks exact or fast int8 requantization, so both kernel paths are fuzzed.
 #include <cstdint>
 #include <cstring>
 #include <string_view>
@@ -18,6 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Interpreter interp(model);
     interp.set_memory_limit(size_t{64} << 20);
     interp.set_while_iteration_limit(1000);
+    interp.set_fast_int8(size % 2 == 1);
     interp.allocate_tensors();
     for (size_t i = 0; i < interp.inputs().size(); ++i) {
       Tensor& t = interp.input_tensor(static_cast<int>(i));
