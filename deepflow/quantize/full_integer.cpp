@@ -187,6 +187,40 @@ LiteModel quantize_full_integer(const LiteModel& fm, const std::vector<Range>& r
   }
   weight.resize(m.tensors.size(), false);
 
+  // A CONCATENATION input whose producer fixes its parameters (LOGISTIC, SOFTMAX, TANH) gets
+  // a requantized copy (a QUANTIZE, int8 to int8), as TensorFlow's converter inserts: the
+  // concatenation's group then takes calibrated parameters instead of one producer's.
+  std::vector<Range> calibrated = ranges;
+  {
+    std::vector<int> fixed_producer(m.tensors.size(), 0);  // 1: 1/256, -128; 2: 1/128, 0
+    for (const LiteOp& op : m.ops) {
+      if (op.code == Op::LOGISTIC || op.code == Op::SOFTMAX) fixed_producer[size_t(op.outputs[0])] = 1;
+      if (op.code == Op::TANH) fixed_producer[size_t(op.outputs[0])] = 2;
+    }
+    std::vector<LiteOp> rewritten;
+    for (LiteOp op : m.ops) {
+      if (op.code == Op::CONCATENATION) {
+        bool all_same_fixed = true;
+        for (int32_t in : op.inputs) all_same_fixed = all_same_fixed && fixed_producer[size_t(in)] != 0 &&
+                                                      fixed_producer[size_t(in)] == fixed_producer[size_t(op.inputs[0])];
+        for (int32_t& in : op.inputs) {
+          if (all_same_fixed || fixed_producer[size_t(in)] == 0) continue;
+          LiteTensor copy = m.tensors[size_t(in)];
+          copy.name += "/requantized";
+          const int32_t t = m.add_tensor(std::move(copy));
+          fixed_producer.push_back(0);
+          calibrated.resize(m.tensors.size());
+          if (size_t(in) < ranges.size()) calibrated[size_t(t)] = ranges[size_t(in)];
+          rewritten.push_back({.code = Op::QUANTIZE, .inputs = {in}, .outputs = {t}, .source = op.source});
+          in = t;
+        }
+      }
+      rewritten.push_back(std::move(op));
+    }
+    m.ops = std::move(rewritten);
+    weight.resize(m.tensors.size(), false);
+  }
+
   // 3. Activation parameters: groups of tensors that share them, each group's range the union.
   UnionFind groups(m.tensors.size());
   for (const LiteOp& op : m.ops) {
@@ -219,7 +253,7 @@ LiteModel quantize_full_integer(const LiteModel& fm, const std::vector<Range>& r
   for (size_t t = 0; t < m.tensors.size(); ++t) {
     const LiteTensor& lt = m.tensors[t];
     if (lt.type != TT::FLOAT32 || weight[t]) continue;
-    Range r = t < ranges.size() ? ranges[t] : Range{};
+    Range r = t < calibrated.size() ? calibrated[t] : Range{};
     if (lt.has_range) r = {lt.range_min, lt.range_max, true};
     if (lt.constant) {
       const std::vector<float> f = lt.floats();

@@ -132,7 +132,10 @@ int32_t op_version(const LiteModel& m, const LiteOp& op) {
     case BuiltinOperator::MAXIMUM:
     case BuiltinOperator::MINIMUM:
     case BuiltinOperator::RELU:
-    case BuiltinOperator::RELU6: v = int8 ? 2 : 1; break;
+    case BuiltinOperator::RELU6:
+    case BuiltinOperator::SQUARED_DIFFERENCE:
+    case BuiltinOperator::RSQRT:
+    case BuiltinOperator::GELU: v = int8 ? 2 : 1; break;
     case BuiltinOperator::DEQUANTIZE:
       v = type(0) == TensorType::FLOAT16 ? 3 : (type(0) == TensorType::INT8 ? (per_channel(0) ? 5 : 2) : 1);
       break;

@@ -166,12 +166,14 @@ class Quantize final : public Kernel {
       for (int64_t i = 0; i < n; ++i) store(i, zp + static_cast<int64_t>(std::round(in[i] / scale)));
       return;
     }
-    // Requantization between int8 and uint8 (model interfaces): through real values, rounded.
-    const double s = static_cast<double>(x.quant.scale[0]) / scale;
-    const int64_t zin = x.quant.zero_point[0];
+    // Requantization between int8 and uint8 (model interfaces, a converter's requantize before
+    // a concatenation): LiteRT's Requantize, (q - zp_in) times s_in / s_out as a quantized
+    // multiplier (rounding twice), plus zp_out.
+    const QuantizedMultiplier m = quantize_multiplier(static_cast<double>(x.quant.scale[0]) / static_cast<double>(scale));
+    const auto zin = static_cast<int32_t>(x.quant.zero_point[0]);
     for (int64_t i = 0; i < n; ++i) {
-      const int64_t q = x.type == DType::kInt8 ? x.data<int8_t>()[i] : x.data<uint8_t>()[i];
-      store(i, zp + static_cast<int64_t>(std::round(static_cast<double>(q - zin) * s)));
+      const int32_t q = x.type == DType::kInt8 ? x.data<int8_t>()[i] : x.data<uint8_t>()[i];
+      store(i, zp + multiply_by_quantized_multiplier(q - zin, m));
     }
   }
 };
