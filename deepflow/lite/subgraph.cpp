@@ -66,7 +66,11 @@ Subgraph::Subgraph(Interpreter& interpreter, const Model& model, int index, cons
     t.shape_signature = src.shape_signature() ? to_vector(src.shape_signature()) : t.shape;
     if (const auto* q = src.quantization(); q && q->scale() && q->scale()->size() > 0) {
       t.quant.scale.assign(q->scale()->begin(), q->scale()->end());
-      if (q->zero_point()) t.quant.zero_point.assign(q->zero_point()->begin(), q->zero_point()->end());
+      if (const auto* zp = q->zero_point()) {
+        // Copied as bytes: a file's int64 vector need not be 8-byte aligned in memory.
+        t.quant.zero_point.resize(zp->size());
+        if (zp->size()) std::memcpy(t.quant.zero_point.data(), zp->Data(), zp->size() * sizeof(int64_t));
+      }
       t.quant.zero_point.resize(t.quant.scale.size(), 0);
       t.quant.dim = q->quantized_dimension();
     }
@@ -388,6 +392,17 @@ void Subgraph::invoke() {
     if (node.folded) continue;
     const auto t0 = profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     if (node.reprepare) node.kernel->prepare(*node.ctx);
+    // A dynamic output that a kernel shapes in prepare (an op before the one that marked the
+    // tensor dynamic) gets its memory now; kernels shaping theirs in eval allocate there.
+    if (const auto* outs = node.op->outputs())
+      for (int t : *outs) {
+        if (t < 0 || !dynamic_[static_cast<size_t>(t)]) continue;
+        Tensor& x = tensors_[static_cast<size_t>(t)];
+        if (x.data_ptr == nullptr && x.num_elements() > 0 && dtype_size(x.type) > 0) {
+          x.bytes = static_cast<size_t>(x.num_elements()) * dtype_size(x.type);
+          allocate_owned(x);
+        }
+      }
     check_memory(node);
     node.kernel->eval(*node.ctx);
     if (profiling) node_times_[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

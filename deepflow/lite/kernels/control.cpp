@@ -27,7 +27,11 @@ void feed(const OpContext& ctx, const std::vector<const Tensor*>& from, Subgraph
   if (to.needs_allocation()) to.allocate_tensors();
   for (size_t i = 0; i < from.size(); ++i) {
     Tensor& dst = to.tensor(to.inputs()[i]);
-    if (from[i]->bytes) std::memcpy(dst.data_ptr, from[i]->data_ptr, from[i]->bytes);
+    if (!from[i]->bytes) continue;
+    DF_LITE_OP_CHECK(ctx, dst.data_ptr && from[i]->data_ptr && dst.bytes >= from[i]->bytes, "passes '", from[i]->name,
+                     "' (", from[i]->bytes, " bytes) to subgraph ", to.index(), "'s input '", dst.name,
+                     "', which has ", dst.data_ptr ? dst.bytes : 0, " bytes of memory");
+    std::memcpy(dst.data_ptr, from[i]->data_ptr, from[i]->bytes);
   }
 }
 
@@ -42,7 +46,12 @@ void copy_out(const OpContext& ctx, const std::vector<const Tensor*>& from) {
                    " values for ", ctx.num_outputs(), " outputs");
   for (size_t i = 0; i < from.size(); ++i) {
     ctx.resize_output(static_cast<int>(i), from[i]->shape);
-    if (from[i]->bytes) std::memcpy(ctx.output(static_cast<int>(i)).data_ptr, from[i]->data_ptr, from[i]->bytes);
+    if (!from[i]->bytes) continue;
+    const Tensor& out = ctx.output(static_cast<int>(i));
+    DF_LITE_OP_CHECK(ctx, out.data_ptr && from[i]->data_ptr && out.bytes >= from[i]->bytes, "output ", i, " '", out.name,
+                     "' has ", out.data_ptr ? out.bytes : 0, " bytes of memory for '", from[i]->name, "' (",
+                     from[i]->data_ptr ? from[i]->bytes : 0, " bytes)");
+    std::memcpy(out.data_ptr, from[i]->data_ptr, from[i]->bytes);
   }
 }
 
@@ -59,6 +68,8 @@ class If final : public Kernel {
     for (int i = 0; i < ctx.num_outputs(); ++i) ctx.mark_dynamic(i);
   }
   void eval(OpContext& ctx) override {
+    DF_LITE_OP_CHECK(ctx, ctx.input(0).num_elements() >= 1, "condition '", ctx.input(0).name, "' ",
+                     shape_string(ctx.input(0).shape), " has no value");
     const bool cond = ctx.input(0).data<bool>()[0];
     Subgraph& g = ctx.subgraph().interpreter().subgraph(cond ? then_ : else_);
     std::vector<const Tensor*> in;
@@ -102,8 +113,11 @@ class While final : public Kernel {
                        " iterations: the interpreter's while_iteration_limit");
       feed(ctx, current, cond);
       cond.invoke();
-      const Tensor& c = cond.tensor(cond.outputs().at(0));
+      DF_LITE_OP_CHECK(ctx, !cond.outputs().empty(), "condition subgraph ", cond_, " has no output");
+      const Tensor& c = cond.tensor(cond.outputs()[0]);
       check_type(ctx, c, DType::kBool, "loop condition");
+      DF_LITE_OP_CHECK(ctx, c.num_elements() >= 1 && c.data_ptr, "loop condition '", c.name, "' ",
+                       shape_string(c.shape), " has no value");
       if (!c.data<bool>()[0]) break;
       feed(ctx, current, body);
       body.invoke();

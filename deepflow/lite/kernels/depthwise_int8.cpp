@@ -53,7 +53,7 @@ DF_LITE_VNNI void im2col_rows_short(const ConvGeometry& g, const int8_t* in, int
   const __mmask64 tail = row_stride - row_bytes >= 64 ? ~__mmask64{0} : (__mmask64{1} << (row_stride - row_bytes)) - 1;
   // A patch row of at most 64 bytes (a first layer's 3x3x3) is built in one vector.
   const bool whole = row_stride <= 64;
-  const __mmask64 patch = row_stride == 64 ? ~__mmask64{0} : (__mmask64{1} << row_stride) - 1;
+  const __mmask64 patch = !whole ? 0 : row_stride == 64 ? ~__mmask64{0} : (__mmask64{1} << row_stride) - 1;
   for (int64_t r = lo; r < hi; ++r) {
     const int b = static_cast<int>(r / g.oh), oy = static_cast<int>(r % g.oh);
     for (int ox = 0; ox < g.ow; ++ox) {

@@ -5,6 +5,7 @@
 // have the NumPy broadcast of the input shapes; unary outputs the input's shape.
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "deepflow/lite/kernels/kernel_util.h"
 
@@ -89,15 +90,33 @@ enum class BinOp { kAdd, kSub, kMul, kDiv, kMax, kMin, kSquaredDiff, kPow, kFloo
 bool is_comparison(BinOp op) { return op >= BinOp::kLess && op <= BinOp::kOr; }
 
 template <class T>
+inline T wrap(uint64_t v) {
+  if constexpr (std::is_same_v<T, bool>) return v != 0;
+  else return static_cast<T>(v);
+}
+
+template <class T>
 inline T binary(BinOp op, T x, T y) {
   switch (op) {
-    case BinOp::kAdd: return x + y;
-    case BinOp::kSub: return x - y;
-    case BinOp::kMul: return x * y;
-    case BinOp::kDiv: return x / y;
+    // Integers wrap (two's complement, as LiteRT's kernels do in practice) instead of
+    // overflowing, and divide by zero to zero.
+    case BinOp::kAdd: if constexpr (std::is_integral_v<T>) return wrap<T>(uint64_t(x) + uint64_t(y)); else return x + y;
+    case BinOp::kSub: if constexpr (std::is_integral_v<T>) return wrap<T>(uint64_t(x) - uint64_t(y)); else return x - y;
+    case BinOp::kMul: if constexpr (std::is_integral_v<T>) return wrap<T>(uint64_t(x) * uint64_t(y)); else return x * y;
+    case BinOp::kDiv:
+      if constexpr (std::is_integral_v<T>) {
+        if (y == 0 || (std::is_signed_v<T> && y == T(-1) && x == std::numeric_limits<T>::min())) return T(0);
+      }
+      return x / y;
     case BinOp::kMax: return x > y ? x : y;
     case BinOp::kMin: return x < y ? x : y;
-    case BinOp::kSquaredDiff: return (x - y) * (x - y);
+    case BinOp::kSquaredDiff:
+      if constexpr (std::is_integral_v<T>) {
+        const uint64_t d = uint64_t(x) - uint64_t(y);
+        return wrap<T>(d * d);
+      } else {
+        return (x - y) * (x - y);
+      }
     case BinOp::kPow:
       return static_cast<T>(std::pow(static_cast<double>(x), static_cast<double>(y)));
     case BinOp::kFloorDiv:
@@ -108,11 +127,13 @@ inline T binary(BinOp op, T x, T y) {
         const T m = std::fmod(x, y);
         return (m != 0 && ((m < 0) != (y < 0))) ? m + y : m;
       } else {
-        if (y == 0) return 0;
+        if (y == 0 || (std::is_signed_v<T> && y == T(-1))) return 0;
         const T m = x % y;
         return (m != 0 && ((m < 0) != (y < 0))) ? m + y : m;
       }
-    case BinOp::kPrelu: return x >= 0 ? x : x * y;
+    case BinOp::kPrelu:
+      if constexpr (std::is_integral_v<T>) return x >= 0 ? x : wrap<T>(uint64_t(x) * uint64_t(y));
+      else return x >= 0 ? x : x * y;
     default: return T(0);
   }
 }
@@ -197,7 +218,9 @@ class Binary final : public Kernel {
                      const T* x = pa + ia;
                      const T* y = pb + ib;
                      // The common cases as plain loops the compiler vectorizes.
-                     if (op == BinOp::kAdd && sa == 1 && sb == 1) {
+                     if (std::is_integral_v<T>) {
+                       for (int64_t i = 0; i < n; ++i) dst[i] = binary<T>(op, x[i * sa], y[i * sb]);
+                     } else if (op == BinOp::kAdd && sa == 1 && sb == 1) {
                        for (int64_t i = 0; i < n; ++i) dst[i] = x[i] + y[i];
                      } else if (op == BinOp::kMul && sa == 1 && sb == 1) {
                        for (int64_t i = 0; i < n; ++i) dst[i] = x[i] * y[i];
@@ -239,11 +262,15 @@ class Binary final : public Kernel {
         const T* x = a_full ? pa + r * cols : pa;
         const T* y = b_full ? pb + r * cols : pb;
         T* dst = po + r * cols;
-        switch (op) {
-          case BinOp::kAdd: for (int64_t i = 0; i < cols; ++i) dst[i] = x[i] + y[i]; break;
-          case BinOp::kSub: for (int64_t i = 0; i < cols; ++i) dst[i] = x[i] - y[i]; break;
-          case BinOp::kMul: for (int64_t i = 0; i < cols; ++i) dst[i] = x[i] * y[i]; break;
-          default: for (int64_t i = 0; i < cols; ++i) dst[i] = x[i] / y[i]; break;
+        if constexpr (std::is_integral_v<T>) {
+          for (int64_t i = 0; i < cols; ++i) dst[i] = binary<T>(op, x[i], y[i]);  // wrapping, and / by 0 checked
+        } else {
+          switch (op) {
+            case BinOp::kAdd: for (int64_t i = 0; i < cols; ++i) dst[i] = x[i] + y[i]; break;
+            case BinOp::kSub: for (int64_t i = 0; i < cols; ++i) dst[i] = x[i] - y[i]; break;
+            case BinOp::kMul: for (int64_t i = 0; i < cols; ++i) dst[i] = x[i] * y[i]; break;
+            default: for (int64_t i = 0; i < cols; ++i) dst[i] = x[i] / y[i]; break;
+          }
         }
       }
       if constexpr (std::is_same_v<T, float>) apply_activation(act_, po + lo * cols, (hi - lo) * cols);

@@ -484,7 +484,7 @@ class Conv2DHybrid final : public Kernel {
     if (slots_ > 1 && tasks > 1 && n_ * pixels * oc_ * k_ >= 2 * kGrainMacs) {
       ctx.pool().parallel_for(slots_, 1, [&](int64_t lo, int64_t hi) {
         for (int64_t s = lo; s < hi; ++s)
-          run(tasks * s / slots_, tasks * (s + 1) / slots_, col_.data() + s * tile_rows_ * k_);
+          run(tasks * s / slots_, tasks * (s + 1) / slots_, col_.empty() ? nullptr : col_.data() + s * tile_rows_ * k_);
       });
     } else {
       run(0, tasks, col_.data());
