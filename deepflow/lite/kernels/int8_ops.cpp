@@ -43,6 +43,10 @@ struct ArithParams {
   int32_t za, zb, zo;
   QuantizedMultiplier m1, m2, mo;  // ADD: inputs (after the left shift of 20), then output; MUL: mo
   IntRange range;
+  // ADD / SUB: each input byte's rescaled value (q - zp) << 20 times m1 (m2), by byte
+  // (uint8 index), so a sum costs one requantization instead of three.
+  const int32_t* t1 = nullptr;
+  const int32_t* t2 = nullptr;
 };
 constexpr int kAddLeftShift = 20;
 constexpr int kSquaredDifferenceLeftShift = 7;
@@ -51,8 +55,8 @@ inline int8_t arith_one(Arith op, int32_t a, int32_t b, const ArithParams& p) {
   const int32_t x1 = a - p.za, x2 = b - p.zb;
   int32_t v;
   if (op == Arith::kAdd || op == Arith::kSub) {
-    const int32_t w1 = multiply_by_quantized_multiplier(x1 * (1 << kAddLeftShift), p.m1);
-    const int32_t w2 = multiply_by_quantized_multiplier(x2 * (1 << kAddLeftShift), p.m2);
+    const int32_t w1 = p.t1 ? p.t1[static_cast<uint8_t>(a)] : multiply_by_quantized_multiplier(x1 * (1 << kAddLeftShift), p.m1);
+    const int32_t w2 = p.t2 ? p.t2[static_cast<uint8_t>(b)] : multiply_by_quantized_multiplier(x2 * (1 << kAddLeftShift), p.m2);
     v = multiply_by_quantized_multiplier(op == Arith::kAdd ? w1 + w2 : w1 - w2, p.mo) + p.zo;
   } else if (op == Arith::kSquaredDifference) {
     const int32_t d = multiply_by_quantized_multiplier(x1 * (1 << kSquaredDifferenceLeftShift), p.m1) -
@@ -81,6 +85,7 @@ DF_LITE_VNNI void arith_rows_vnni(Arith op, const int8_t* a, int64_t a_row, cons
       const __m512i x1 = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, a + i)), za);
       const __m512i x2 = _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, b + i)), zb);
       __m512i v;
+      // (The byte tables of the scalar path lose here: gathers cost more than the arithmetic.)
       if (op == Arith::kAdd || op == Arith::kSub) {
         const __m512i w1 = multiply_lanes<false, true>(_mm512_slli_epi32(x1, kAddLeftShift), l1);
         const __m512i w2 = multiply_lanes<false, true>(_mm512_slli_epi32(x2, kAddLeftShift), l2);
@@ -135,6 +140,13 @@ class ArithInt8 final : public Kernel {
       m1_ = quantize_multiplier(s1 / twice_max);
       m2_ = quantize_multiplier(s2 / twice_max);
       mo_ = quantize_multiplier(twice_max / ((1 << kAddLeftShift) * so));
+      t1_.resize(256);
+      t2_.resize(256);
+      for (int32_t v = kQMin; v <= kQMax; ++v) {
+        const auto k = static_cast<uint8_t>(static_cast<int8_t>(v));
+        t1_[k] = multiply_by_quantized_multiplier((v - zero_point(a)) * (1 << kAddLeftShift), m1_);
+        t2_[k] = multiply_by_quantized_multiplier((v - zero_point(b)) * (1 << kAddLeftShift), m2_);
+      }
     } else if (op_ == Arith::kSquaredDifference) {
       // Here LiteRT doubles in double; the output multiplier is over the squared scale.
       const double twice_max = 2.0 * std::max(a.quant.scale[0], b.quant.scale[0]);
@@ -150,7 +162,9 @@ class ArithInt8 final : public Kernel {
     const Tensor& a = ctx.input(0);
     const Tensor& b = ctx.input(1);
     Tensor& y = ctx.output(0);
-    const ArithParams p{zero_point(a), zero_point(b), zero_point(y), m1_, m2_, mo_, range_};
+    const bool tables = op_ == Arith::kAdd || op_ == Arith::kSub;
+    const ArithParams p{zero_point(a), zero_point(b), zero_point(y), m1_, m2_, mo_, range_,
+                        tables ? t1_.data() : nullptr, tables ? t2_.data() : nullptr};
     const int8_t* pa = a.data<int8_t>();
     const int8_t* pb = b.data<int8_t>();
     int8_t* out = y.data<int8_t>();
@@ -216,6 +230,7 @@ class ArithInt8 final : public Kernel {
   fb::ActivationFunctionType act_ = fb::ActivationFunctionType::NONE;
   QuantizedMultiplier m1_, m2_, mo_;
   IntRange range_;
+  std::vector<int32_t> t1_, t2_;  // ADD / SUB: ArithParams::t1, t2
 };
 
 // dst = max(dst, src) and dst = clamp(dst, lo, hi) over n bytes: 32 at a time on AVX2 (the
