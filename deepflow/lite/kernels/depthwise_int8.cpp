@@ -178,8 +178,7 @@ void DepthwiseInt8::prepare(const int8_t* filter, int channels, int taps, const 
   }
   real_.assign(static_cast<size_t>(padded_), 0.f);
   for (int c = 0; c < channels; ++c)
-    real_[static_cast<size_t>(c)] = static_cast<float>(
-        std::ldexp(static_cast<double>(multipliers_[static_cast<size_t>(c)].multiplier), multipliers_[static_cast<size_t>(c)].shift - 31));
+    real_[static_cast<size_t>(c)] = multiplier_value(multipliers_[static_cast<size_t>(c)]);
   split_real_.assign(static_cast<size_t>(blocks) * 2 * kLanes, 0.f);
   for (int b = 0; b < blocks; ++b)
     for (int parity = 0; parity < 2; ++parity)
@@ -218,14 +217,9 @@ void DepthwiseInt8::rows_portable(const ConvGeometry& g, const int8_t* in, int32
         }
         int8_t* dst = out + (r * g.ow + ox) * g.c + c0;
         for (int j = 0; j < lanes; ++j) {
-          int32_t v;
-          if (fast_) {
-            float f = static_cast<float>(acc[j]) * real_[static_cast<size_t>(c0 + j)];
-            f = std::min(std::max(f, static_cast<float>(lo_ - zp_out_)), static_cast<float>(hi_ - zp_out_));
-            v = static_cast<int32_t>(std::nearbyint(f)) + zp_out_;
-          } else {
-            v = multiply_by_quantized_multiplier(acc[j], multipliers_[static_cast<size_t>(c0 + j)]) + zp_out_;
-          }
+          const auto c = static_cast<size_t>(c0 + j);
+          const int32_t v = fast_ ? requantize_fast(acc[j], real_[c], zp_out_, lo_, hi_)
+                                  : multiply_by_quantized_multiplier(acc[j], multipliers_[c]) + zp_out_;
           dst[j] = static_cast<int8_t>(std::clamp(v, lo_, hi_));
         }
       }
@@ -356,9 +350,8 @@ DF_LITE_INTRINSICS_END
 void DepthwiseInt8::rows_vnni(const ConvGeometry& g, const int8_t* in, int32_t in_offset, int8_t* out, int64_t lo,
                               int64_t hi) const {
 #if DF_LITE_VNNI_BUILD
-  const DepthwiseTables t{channels_,    padded_,      weights_.data(), split_weights_.data(), split_tables_.data(),
-                          bias_.data(), mult_.data(), lshift_.data(),  rshift_.data(),        zp_out_,
-                          lo_,          hi_,          real_.data(),    split_real_.data(),    fast_};
+  const DepthwiseTables t{channels_, padded_, split_weights_.data(), split_tables_.data(), split_real_.data(),
+                          zp_out_,   lo_,     hi_,                  fast_};
   // tap_off holds up to 64 taps: larger windows take the portable loop.
   if (g.kh * g.kw > 64) return rows_portable(g, in, in_offset, out, lo, hi);
   (any_left_ ? &depthwise_rows<true> : &depthwise_rows<false>)(g, t, in, in_offset, out, lo, hi);

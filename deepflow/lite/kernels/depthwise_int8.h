@@ -27,14 +27,11 @@ void im2col_int8(ThreadPool& pool, const ConvGeometry& g, const int8_t* in, int8
 /// What the vector depthwise rows read (DepthwiseInt8's tables).
 struct DepthwiseTables {
   int channels, padded;
-  const int32_t* weights;        // taps x padded, widened
   const int16_t* split_weights;  // taps x blocks of 32 channels x (even lanes, odd lanes)
   const int32_t* split;          // per block of 32: bias, multiplier, shifts, weight sums, even and odd
-  const int32_t *bias, *mult, *lshift, *rshift;
+  const float* split_real;       // per block of 32: the multipliers as floats, even then odd (fast)
   int32_t zp_out, lo, hi;
-  const float* real;        // padded: each channel's multiplier as a float (fast)
-  const float* split_real;  // per block of 32: the same, even channels then odd
-  bool fast;                // requantize in float (Interpreter::set_fast_int8)
+  bool fast;                     // requantize in float (Interpreter::set_fast_int8)
 };
 
 /// DEPTHWISE_CONV_2D with a channel multiplier of 1 and a constant filter: per output pixel
@@ -59,11 +56,11 @@ class DepthwiseInt8 {
                  int64_t hi) const;
 
   int channels_ = 0, taps_ = 0, padded_ = 0;  // padded_: channels rounded up to 32
-  std::vector<int32_t> weights_;              // taps x padded_, widened
+  std::vector<int32_t> weights_;              // taps x padded_, widened (the portable path)
   std::vector<int16_t> split_weights_;        // DepthwiseTables::split_weights
   std::vector<int32_t> split_tables_;         // DepthwiseTables::split
   std::vector<int32_t> weight_sums_;          // padded_: each channel's sum over the taps
-  std::vector<float> real_, split_real_;      // DepthwiseTables::real, split_real
+  std::vector<float> real_, split_real_;      // per channel (portable path) and DepthwiseTables::split_real
   bool fast_ = false;
   std::vector<int32_t> bias_, mult_, lshift_, rshift_;  // padded_ each
   std::vector<QuantizedMultiplier> multipliers_;        // channels_ (the portable path's)

@@ -248,14 +248,8 @@ class Binary final : public Kernel {
     const bool a_full = na == n, b_full = nb == n;
     if (a_full == b_full || n == 0) return false;
     const Tensor& small = a_full ? b : a;
-    // small's shape must be out's trailing dimensions, with leading ones.
-    int ds = small.rank() - 1, dy = out.rank() - 1;
-    int64_t covered = 1;
-    for (; ds >= 0 && dy >= 0 && small.dim(ds) == out.dim(dy); --ds, --dy) covered *= small.dim(ds);
-    for (; ds >= 0; --ds)
-      if (small.dim(ds) != 1) return false;
-    if (covered != small.num_elements() || covered == 0 || covered < 8) return false;
-    const int64_t cols = covered, rows = n / cols;
+    if (!repeats_as_rows(small, out) || small.num_elements() < 8) return false;
+    const int64_t cols = small.num_elements(), rows = n / cols;
     const BinOp op = op_;
     ctx.pool().parallel_for(rows, std::max<int64_t>(1, kGrain / cols), [&](int64_t lo, int64_t hi) {
       for (int64_t r = lo; r < hi; ++r) {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The int8 GEMM: rows of A are packed per block of kMc (flipped to unsigned, 4 consecutive k
-// per 32-bit word, a tile of 8 rows word by word), then each pair of weight panels (32
-// columns, all of K: no K blocking, the int32 sums stay in registers until requantized)
-// meets every row tile of the block. The VNNI micro-kernel holds 8 rows x 32 columns of
+// The int8 GEMM: the VNNI kernel reads A in place when whole words of K are readable (each
+// broadcast word flipped to unsigned); otherwise, and on the portable path, rows of A are
+// packed per block (flipped, 4 consecutive k per 32-bit word, a tile of 8 rows word by
+// word). Each pair of weight panels (32 columns, all of K: no K blocking, the int32 sums stay
+// in registers until requantized) meets every row tile of the block. The VNNI micro-kernel holds 8 rows x 32 columns of
 // sums in 16 zmm and does one vpdpbusd per row and panel for 4 steps of K; the epilogue
 // requantizes 16 columns per vector (the two rounding forms of quant_math.h, lane for lane)
 // and stores bytes. Threads take (row block, column chunk) tasks.
@@ -22,12 +23,6 @@ constexpr int kMr = 8;                  // rows per micro-kernel tile
 constexpr int kNp = PackedInt8Weights::kPanel;
 constexpr int kBlockBytes = 96 << 10;   // a block of packed A: up to this many bytes (L2)
 constexpr int64_t kMacsPerTask = 1 << 18;  // less work than this is not worth a thread
-
-struct Block {
-  const uint8_t* a;  // packed tiles of this block
-  int rows;          // rows in the block
-  int k4;
-};
 
 // Rows [0, rows) of A (row i at a + i*lda) packed: tile t (8 rows, the last maybe fewer)
 // at dst + t*8*k4, word g of row i at tile + (g*mr + i)*4, each byte a + 128.
@@ -60,29 +55,14 @@ struct Cols {
   const int32_t* lshift;
   const int32_t* rshift;
   int count;  // valid columns, 1..16
-  const float* real;  // the multipliers as floats (fast requantization)
+  const float* real;                  // the multipliers as floats (fast requantization)
+  const QuantizedMultiplier* scalar;  // the multipliers as quant_math takes them (portable path)
 #if DF_LITE_VNNI_BUILD
   const RequantLanes* lanes = nullptr;  // the VNNI path: these columns' constants, made once per task
 #endif
 };
 
 // ---- portable kernel ------------------------------------------------------------------
-
-int32_t requant_scalar(int32_t acc, int32_t mult, int32_t lshift, int32_t rshift, bool single) {
-  if (single) {
-    const int64_t round = int64_t{1} << (rshift - 1);
-    return static_cast<int32_t>((static_cast<int64_t>(acc) * mult + round) >> rshift);
-  }
-  const auto shifted = static_cast<int32_t>(static_cast<uint32_t>(acc) << lshift);
-  return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(shifted, mult), rshift);
-}
-
-// The fast form on one value: acc * real clamped to [lo, hi] - zp, rounded to nearest even.
-int32_t requant_fast_scalar(int32_t acc, float real, const Int8Requant& q) {
-  float v = static_cast<float>(acc) * real;
-  v = std::min(std::max(v, static_cast<float>(q.lo - q.zp_out)), static_cast<float>(q.hi - q.zp_out));
-  return static_cast<int32_t>(std::nearbyint(v)) + q.zp_out;
-}
 
 void tile_portable(int mr, int panels, int k4, const uint8_t* a, const int8_t* b, size_t panel_bytes,
                    const Cols* cols, const Int8Requant& q, int8_t* y, int ldy) {
@@ -105,8 +85,9 @@ void tile_portable(int mr, int panels, int k4, const uint8_t* a, const int8_t* b
     for (int i = 0; i < mr; ++i)
       for (int j = 0; j < c.count; ++j) {
         const int32_t x = acc[i][p * kNp + j] + c.bias[j];
-        const int32_t v = q.fast ? requant_fast_scalar(x, c.real[j], q)
-                                 : requant_scalar(x, c.mult[j], c.lshift[j], c.rshift[j], q.single_rounding) + q.zp_out;
+        const int32_t v = q.fast              ? requantize_fast(x, c.real[j], q.zp_out, q.lo, q.hi)
+                          : q.single_rounding ? multiply_by_quantized_multiplier_single_rounding(x, c.scalar[j]) + q.zp_out
+                                              : multiply_by_quantized_multiplier(x, c.scalar[j]) + q.zp_out;
         y[static_cast<ptrdiff_t>(i) * ldy + p * kNp + j] = static_cast<int8_t>(std::clamp(v, q.lo, q.hi));
       }
   }
@@ -232,12 +213,14 @@ void Int8Gemm::prepare(const int8_t* w, int n, int k, int ldw, const int32_t* bi
   const size_t padded = static_cast<size_t>((n + kNp - 1) / kNp) * kNp;
   multiplier_.assign(padded, 0);
   real_.assign(padded, 0.f);
+  column_multipliers_.assign(padded, {});
   left_shift_.assign(padded, 0);
   right_shift_.assign(padded, 1);
   for (int j = 0; j < n; ++j) {
     const QuantizedMultiplier m = requant_.multipliers[requant_.multipliers.size() == 1 ? 0 : static_cast<size_t>(j)];
     multiplier_[static_cast<size_t>(j)] = m.multiplier;
-    real_[static_cast<size_t>(j)] = static_cast<float>(std::ldexp(static_cast<double>(m.multiplier), m.shift - 31));
+    column_multipliers_[static_cast<size_t>(j)] = m;
+    real_[static_cast<size_t>(j)] = multiplier_value(m);
     if (requant_.single_rounding) {
       right_shift_[static_cast<size_t>(j)] = 31 - m.shift;
     } else {
@@ -246,12 +229,7 @@ void Int8Gemm::prepare(const int8_t* w, int n, int k, int ldw, const int32_t* bi
       right_shift_[static_cast<size_t>(j)] = m.shift > 0 ? 0 : -m.shift;
     }
   }
-  set_bias(bias);
-}
-
-void Int8Gemm::set_bias(const int32_t* bias) {
-  const int n = weights_.n();
-  column_bias_.assign(static_cast<size_t>((n + kNp - 1) / kNp) * kNp, 0);
+  column_bias_.assign(padded, 0);
   // The packed A is a + 128: its sums carry 128 * sum w too.
   for (int j = 0; j < n; ++j)
     column_bias_[static_cast<size_t>(j)] =
@@ -294,7 +272,7 @@ void Int8Gemm::run(ThreadPool* pool, int m, const int8_t* a, int lda, int8_t* y,
       for (int h = 0; h < np; ++h) {
         const size_t j = static_cast<size_t>(p + h) * kNp;
         cols[h] = {column_bias_.data() + j, multiplier_.data() + j, left_shift_.data() + j, right_shift_.data() + j,
-                   std::min(kNp, n - static_cast<int>(j)), real_.data() + j};
+                   std::min(kNp, n - static_cast<int>(j)), real_.data() + j, column_multipliers_.data() + j};
 #if DF_LITE_VNNI_BUILD
         if (vnni) {
           make_lanes(cols[h], requant_, &lanes[h]);

@@ -60,8 +60,6 @@ class Int8Gemm {
  public:
   /// bias: n int32 values or nullptr. in_offset: -zero_point of A.
   void prepare(const int8_t* w, int n, int k, int ldw, const int32_t* bias, int32_t in_offset, Int8Requant requant);
-  /// A new bias (a bias that is not constant is read at every eval).
-  void set_bias(const int32_t* bias);
   int n() const { return weights_.n(); }
   int k() const { return weights_.k(); }
 
@@ -79,6 +77,7 @@ class Int8Gemm {
   std::vector<int32_t> left_shift_;    // per column (double rounding), padded
   std::vector<int32_t> right_shift_;   // per column: the RDBPOT exponent, or 31 - shift (single rounding)
   std::vector<float> real_;            // per column, padded: the multiplier's value (fast)
+  std::vector<QuantizedMultiplier> column_multipliers_;  // per column, padded (portable path)
   bool any_left_ = false;              // some column shifts left (a multiplier above 1)
 };
 

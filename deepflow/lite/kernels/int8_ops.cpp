@@ -103,20 +103,6 @@ DF_LITE_VNNI void arith_rows_vnni(Arith op, const int8_t* a, int64_t a_row, cons
 DF_LITE_INTRINSICS_END
 #endif
 
-// Whether t's elements, repeated, make y's rows: t's shape is y's trailing dimensions, with
-// leading ones (a [C] or [1, 1, 1, C] constant against [N, H, W, C]).
-bool repeats_as_rows(const Tensor& t, const Tensor& y) {
-  int dt = t.rank() - 1, dy = y.rank() - 1;
-  int64_t covered = 1;
-  for (; dt >= 0 && dy >= 0; --dt, --dy) {
-    if (t.dim(dt) != y.dim(dy)) break;
-    covered *= t.dim(dt);
-  }
-  for (; dt >= 0; --dt)
-    if (t.dim(dt) != 1) return false;
-  return covered == t.num_elements() && covered > 0;
-}
-
 class ArithInt8 final : public Kernel {
  public:
   ArithInt8(const OpContext& ctx, Arith op) : op_(op) {
@@ -409,8 +395,9 @@ class LookupInt8 : public Kernel {
     Tensor& y = ctx.output(0);
     require_int8(ctx, x, "input");
     require_int8(ctx, y, "output");
+    setup(ctx, x, y);
     for (int32_t v = kQMin; v <= kQMax; ++v)
-      table_[static_cast<uint8_t>(static_cast<int8_t>(v))] = static_cast<int8_t>(std::clamp(fill(ctx, x, y, v), kQMin, kQMax));
+      table_[static_cast<uint8_t>(static_cast<int8_t>(v))] = static_cast<int8_t>(std::clamp(fill(x, y, v), kQMin, kQMax));
     ctx.resize_output(0, x.shape);
   }
   void eval(OpContext& ctx) override {
@@ -421,9 +408,10 @@ class LookupInt8 : public Kernel {
   }
 
  protected:
-  /// The output for input byte v (clamped to int8 by the caller). Runs 256 times per prepare:
-  /// per-op constants are computed on the first call (v == -128).
-  virtual int32_t fill(const OpContext& ctx, const Tensor& x, const Tensor& y, int32_t v) = 0;
+  /// The op's constants from the tensors' parameters, once per prepare before fill.
+  virtual void setup(const OpContext& ctx, const Tensor& x, const Tensor& y) {}
+  /// The output for input byte v (clamped to int8 by the caller).
+  virtual int32_t fill(const Tensor& x, const Tensor& y, int32_t v) = 0;
 
  private:
   int8_t table_[256] = {};
@@ -455,7 +443,7 @@ class TableInt8 final : public LookupInt8 {
   }
 
  private:
-  int32_t fill(const OpContext&, const Tensor& x, const Tensor& y, int32_t v) override {
+  int32_t fill(const Tensor& x, const Tensor& y, int32_t v) override {
     const float inverse_scale = 1.f / y.quant.scale[0];
     const float real = x.quant.scale[0] * static_cast<float>(v - zero_point(x));
     return static_cast<int32_t>(std::round(table_transform(kind_, real) * inverse_scale) +
@@ -474,11 +462,11 @@ class LeakyReluInt8 final : public LookupInt8 {
   }
 
  private:
-  int32_t fill(const OpContext&, const Tensor& x, const Tensor& y, int32_t v) override {
-    if (v == kQMin) {
-      alpha_m_ = quantize_multiplier(x.quant.scale[0] * alpha_ / y.quant.scale[0]);
-      identity_m_ = quantize_multiplier(x.quant.scale[0] / y.quant.scale[0]);
-    }
+  void setup(const OpContext&, const Tensor& x, const Tensor& y) override {
+    alpha_m_ = quantize_multiplier(x.quant.scale[0] * alpha_ / y.quant.scale[0]);
+    identity_m_ = quantize_multiplier(x.quant.scale[0] / y.quant.scale[0]);
+  }
+  int32_t fill(const Tensor& x, const Tensor& y, int32_t v) override {
     const int32_t value = v - zero_point(x);
     return zero_point(y) + multiply_by_quantized_multiplier(value, value >= 0 ? identity_m_ : alpha_m_);
   }
@@ -503,9 +491,11 @@ class RsqrtInt8 final : public LookupInt8 {
   }
 
  private:
-  int32_t fill(const OpContext&, const Tensor& x, const Tensor& y, int32_t v) override {
+  void setup(const OpContext&, const Tensor& x, const Tensor& y) override {
     // sqrt and product in float, the reciprocal in double, as LiteRT's prepare.
-    if (v == kQMin) m_ = quantize_multiplier(1. / (std::sqrt(x.quant.scale[0]) * y.quant.scale[0]));
+    m_ = quantize_multiplier(1. / (std::sqrt(x.quant.scale[0]) * y.quant.scale[0]));
+  }
+  int32_t fill(const Tensor& x, const Tensor& y, int32_t v) override {
     constexpr int kShift = 20;
     const int32_t value = v - zero_point(x);
     if (value <= 0) return kQMax;  // 0: the largest output, as LiteRT; below 0: refused at eval
@@ -555,18 +545,18 @@ class HardSwishInt8 final : public LookupInt8 {
   explicit HardSwishInt8(const OpContext&) {}
 
  private:
-  int32_t fill(const OpContext& ctx, const Tensor& x, const Tensor& y, int32_t v) override {
-    if (v == kQMin) {
-      // The multipliers in float, as LiteRT computes them.
-      const float hires_input_scale = (1.0f / 128.0f) * x.quant.scale[0];
-      const float reluish_scale = 3.0f / 32768.0f;
-      out_m_ = quantize_multiplier(hires_input_scale / y.quant.scale[0]);
-      relu_m_ = quantize_multiplier(hires_input_scale / reluish_scale);
-      DF_LITE_OP_CHECK(ctx, out_m_.shift <= 0, "input scale ", x.quant.scale[0], " / output scale ", y.quant.scale[0],
-                       " is too large (the output multiplier must be below 1)");
-      out16_ = downscale_multiplier(out_m_.multiplier);
-      relu16_ = downscale_multiplier(relu_m_.multiplier);
-    }
+  void setup(const OpContext& ctx, const Tensor& x, const Tensor& y) override {
+    // The multipliers in float, as LiteRT computes them.
+    const float hires_input_scale = (1.0f / 128.0f) * x.quant.scale[0];
+    const float reluish_scale = 3.0f / 32768.0f;
+    out_m_ = quantize_multiplier(hires_input_scale / y.quant.scale[0]);
+    relu_m_ = quantize_multiplier(hires_input_scale / reluish_scale);
+    DF_LITE_OP_CHECK(ctx, out_m_.shift <= 0, "input scale ", x.quant.scale[0], " / output scale ", y.quant.scale[0],
+                     " is too large (the output multiplier must be below 1)");
+    out16_ = downscale_multiplier(out_m_.multiplier);
+    relu16_ = downscale_multiplier(relu_m_.multiplier);
+  }
+  int32_t fill(const Tensor& x, const Tensor& y, int32_t v) override {
     const auto input = static_cast<int16_t>(v - zero_point(x));
     const auto hires = static_cast<int16_t>(input * (1 << 7));
     const int16_t preshift_out = srdhm16(hires, out16_);

@@ -125,4 +125,13 @@ std::pair<int64_t, int64_t> MatMulShape::operand_batches(int64_t b) const {
   return {xb, yb};
 }
 
+bool repeats_as_rows(const Tensor& t, const Tensor& y) {
+  int dt = t.rank() - 1, dy = y.rank() - 1;
+  int64_t covered = 1;
+  for (; dt >= 0 && dy >= 0 && t.dim(dt) == y.dim(dy); --dt, --dy) covered *= t.dim(dt);
+  for (; dt >= 0; --dt)
+    if (t.dim(dt) != 1) return false;
+  return covered == t.num_elements() && covered > 0;
+}
+
 }  // namespace deepflow::lite

@@ -52,6 +52,10 @@ void check_type(const OpContext& ctx, const Tensor& t, DType want, const char* w
 /// Throws unless t has this rank.
 void check_rank(const OpContext& ctx, const Tensor& t, int rank, const char* what);
 
+/// Whether t's elements, repeated, make y's rows: t's shape is y's trailing dimensions, with
+/// leading ones (a per-channel [C] or [1, 1, 1, C] operand against [N, H, W, C]).
+bool repeats_as_rows(const Tensor& t, const Tensor& y);
+
 /// BATCH_MATMUL's shapes: out[..., m, n] = x[..., m, k] * y[..., k, n] (adj_x / adj_y: that
 /// operand is stored transposed), the batch dimensions broadcast NumPy-style (rank 2 to 5).
 struct MatMulShape {

@@ -8,6 +8,7 @@
 // CONV_2D, DEPTHWISE_CONV_2D, ADD, MUL and SOFTMAX round twice (tests/lite checks each).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -67,6 +68,19 @@ inline int32_t multiply_by_quantized_multiplier_single_rounding(int32_t x, Quant
   const int total = 31 - m.shift;
   const int64_t round = int64_t{1} << (total - 1);
   return static_cast<int32_t>((static_cast<int64_t>(x) * m.multiplier + round) >> total);
+}
+
+/// The float requantization of LiteRT's default (XNNPACK) kernels, deepflow's fast int8
+/// mode: acc * real clamped to [lo, hi] - zp, rounded to nearest even, plus zp.
+inline int32_t requantize_fast(int32_t acc, float real, int32_t zp, int32_t lo, int32_t hi) {
+  float v = static_cast<float>(acc) * real;
+  v = std::min(std::max(v, static_cast<float>(lo - zp)), static_cast<float>(hi - zp));
+  return static_cast<int32_t>(std::nearbyint(v)) + zp;
+}
+
+/// A quantized multiplier's value, M * 2^(shift - 31), as a float.
+inline float multiplier_value(QuantizedMultiplier m) {
+  return static_cast<float>(std::ldexp(static_cast<double>(m.multiplier), m.shift - 31));
 }
 
 }  // namespace deepflow::lite
