@@ -86,6 +86,7 @@ class ConvInt8 final : public Kernel {
                  ph.out == x.dim(1) && pw.out == x.dim(2);
   }
   void eval(OpContext& ctx) override {
+    if (fast_) return eval_fast(ctx);
     const Tensor& x = ctx.input(0);
     const Tensor& w = ctx.input(1);
     Tensor& y = ctx.output(0);
@@ -95,7 +96,6 @@ class ConvInt8 final : public Kernel {
     int8_t* out = y.data<int8_t>();
     const int32_t in_off = -zero_point(x), zp_out = zero_point(y);
     const int n = x.dim(0), ih = x.dim(1), iw = x.dim(2), cin = x.dim(3), oh = y.dim(1), ow = y.dim(2);
-    if (fast_) return eval_fast(ctx);
     const int fin = depthwise_ ? 1 : w.dim(3);
     const int per_group = depthwise_ ? 0 : oc_ / groups_;
     ctx.pool().parallel_for(static_cast<int64_t>(n) * oh, 1, [&](int64_t lo, int64_t hi) {
@@ -208,13 +208,13 @@ class FullyConnectedInt8 final : public Kernel {
   }
   void eval(OpContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    const Tensor& w = ctx.input(1);
     Tensor& y = ctx.output(0);
-    const int32_t* bias = int32_bias(ctx, 2, out_);
     const int8_t* in = x.data<int8_t>();
-    const int8_t* wt = w.data<int8_t>();
     int8_t* out = y.data<int8_t>();
     if (fast_) return gemm_.run(&ctx.pool(), static_cast<int>(batches_), in, in_, out, out_);
+    const Tensor& w = ctx.input(1);
+    const int32_t* bias = int32_bias(ctx, 2, out_);
+    const int8_t* wt = w.data<int8_t>();
     const int32_t in_off = -zero_point(x), zp_out = zero_point(y);
     ctx.pool().parallel_for(batches_ * out_, 64, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) {
