@@ -181,6 +181,7 @@ def int8_models():
     e = L.DepthwiseConv2D(3, strides=2, padding="same")(e)
     e = L.DepthwiseConv2D(5, padding="valid", activation="relu")(e)
     e = L.DepthwiseConv2D(3, dilation_rate=2, padding="same")(e)  # SPACE_TO_BATCH_ND's zero point
+    e = L.DepthwiseConv2D(3, depth_multiplier=2, padding="same")(e)  # the direct int8 loops
     e = L.Conv2D(48, 1)(e)
     dw = keras.Model(d, L.Dense(7)(L.GlobalAveragePooling2D()(e)))
     # HARD_SWISH, CONCATENATION, SUB, SQUARED_DIFFERENCE, BATCH_MATMUL of two activations,
