@@ -4,7 +4,9 @@
 // them with fused_conv2d itself, so the chain checks and differentiates exactly like them.
 #include "deepflow/ops/conv_chain.h"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <memory>
 #include <string>
 
@@ -89,6 +91,29 @@ Attrs fused_attrs(const Layer& l) {
           {"has_summand", l.summand >= 0}, {"constant_filter", true}};
 }
 
+Int8Value int8_value(double lo, double hi) {
+  Int8Value v;
+  v.is_unsigned = lo >= 0;
+  const double m = v.is_unsigned ? hi / 255 : std::max(std::abs(lo), std::abs(hi)) / 127;
+  v.scale = m > 0 ? float(m) : 1.f;
+  return v;
+}
+
+std::vector<Int8Value> int8_values(const std::vector<double>& ranges, size_t num_layers) {
+  if (ranges.empty()) return {};
+  DF_CHECK(ranges.size() == 2 * (num_layers + 1), "[fused_conv_chain] int8_ranges must hold {lo, hi} for each of the ",
+           num_layers + 1, " values (the input, then each layer's result): ", 2 * (num_layers + 1), " floats, got ",
+           ranges.size());
+  std::vector<Int8Value> out;
+  for (size_t v = 0; v <= num_layers; ++v) {
+    const double lo = ranges[2 * v], hi = ranges[2 * v + 1];
+    DF_CHECK(std::isfinite(lo) && std::isfinite(hi) && lo <= hi, "[fused_conv_chain] int8_ranges of value ", v,
+             " is [", lo, ", ", hi, "]: need finite lo <= hi");
+    out.push_back(int8_value(lo, hi));
+  }
+  return out;
+}
+
 }  // namespace conv_chain
 
 namespace {
@@ -137,6 +162,11 @@ void infer_fused_conv_chain(const OpCall& c, TypeList& out) {
     }
     values.push_back(symbolic(t[0].dtype, t[0].shape));
   }
+  if (!c.attr_floats("int8_ranges").empty()) {
+    conv_chain::int8_values(c.attr_floats("int8_ranges"), layers.size());
+    DF_CHECK(c.in(0).dtype() == DType::Float32, "[fused_conv_chain] int8_ranges needs a float32 chain, got ",
+             dtype_name(c.in(0).dtype()));
+  }
   const Shape& y = values.back().shape();
   out.push_back({values.back().dtype(), nchw(c, "output_format") ? Shape{y[0], y[3], y[1], y[2]} : y});
 }
@@ -180,11 +210,13 @@ TensorList vjp_fused_conv_chain(const OpCall& c, const TensorList& g) {
 DF_DEFINE_OP(FusedConvChain, {.num_inputs = -1,
                               .attrs = {AttrSpec::required_of("layers", AttrKind::Ints),
                                         AttrSpec::required_of("layer_params", AttrKind::Floats),
-                                        {"data_format", "NHWC"}, {"output_format", "NHWC"}},
+                                        {"data_format", "NHWC"}, {"output_format", "NHWC"},
+                                        {"int8_ranges", std::vector<double>{}}},
                               .infer = infer_fused_conv_chain, .vjp = vjp_fused_conv_chain});
 
 Tensor fused_conv_chain(const Tensor& input, const std::vector<ConvChainLayer>& layers,
-                        const std::string& data_format, const std::string& output_format) {
+                        const std::string& data_format, const std::string& output_format,
+                        const std::vector<double>& int8_ranges) {
   std::vector<int64_t> ints;
   std::vector<double> floats;
   std::vector<Tensor> inputs{input};
@@ -194,7 +226,8 @@ Tensor fused_conv_chain(const Tensor& input, const std::vector<ConvChainLayer>& 
     if (l.bias.defined()) inputs.push_back(l.bias);
   }
   return dispatch1(OpId::FusedConvChain, std::span<const Tensor>(inputs),
-                   {{"layers", ints}, {"layer_params", floats}, {"data_format", data_format}, {"output_format", output_format}});
+                   {{"layers", ints}, {"layer_params", floats}, {"data_format", data_format}, {"output_format", output_format},
+                    {"int8_ranges", int8_ranges}});
 }
 
 }  // namespace deepflow

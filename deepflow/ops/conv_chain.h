@@ -37,4 +37,22 @@ std::vector<Layer> decode(const std::vector<int64_t>& ints, const std::vector<do
 /// A layer as fused_conv2d's attributes (constant_filter set: the chain's filters never change).
 Attrs fused_attrs(const Layer& layer);
 
+/// How an int8 chain (attribute int8_ranges) stores a value calibrated to [lo, hi]:
+/// symmetric, zero point 0 (TensorRT's scheme), as uint8 with scale hi / 255 when lo >= 0
+/// (relu outputs), else as int8 with scale max(|lo|, |hi|) / 127. A zero range gets scale 1.
+struct Int8Value {
+  float scale = 1;
+  bool is_unsigned = false;
+  int lowest() const { return is_unsigned ? 0 : -128; }
+  int highest() const { return is_unsigned ? 255 : 127; }
+};
+Int8Value int8_value(double lo, double hi);
+/// The int8 chain's weight scale of one output channel: max |w| / 127 (1 for a zero channel);
+/// weights are rounded to [-127, 127] (symmetric, narrow range).
+inline float int8_weight_scale(float abs_max) { return abs_max > 0 ? abs_max / 127.f : 1.f; }
+/// The per-value storage of a call's int8_ranges ({lo, hi} per value: the input, then each
+/// layer's result); empty for a float chain. Throws "[fused_conv_chain] ..." when the
+/// attribute does not hold two finite numbers lo <= hi per value.
+std::vector<Int8Value> int8_values(const std::vector<double>& ranges, size_t num_layers);
+
 }  // namespace deepflow::conv_chain

@@ -48,8 +48,17 @@ struct ConvChainLayer {
 /// ow] ("NCHW"). Each layer's shapes follow fused_conv2d's contract. The filters must not
 /// change between calls (the kernel caches their reordered copies, as for constant_filter).
 /// The fuse_conv_chain pass makes it.
+///
+/// int8 (the serving optimizer's, deepflow/quantize/serving_optimizer.h): int8_ranges holds
+/// {lo, hi} per value (the input, then each layer's result, 2 * (layers + 1) floats), their
+/// calibrated ranges. Each value is then stored quantized (conv_chain::int8_value: uint8 for
+/// lo >= 0, else int8, zero point 0), the filters per output channel (symmetric, [-127,
+/// 127]), and a layer computes in int32 and requantizes once; the result is the last value
+/// dequantized. Values outside their range saturate. The gradient is the float chain's
+/// (straight through). Empty (the default): float32 throughout.
 Tensor fused_conv_chain(const Tensor& input, const std::vector<ConvChainLayer>& layers,
-                        const std::string& data_format = "NHWC", const std::string& output_format = "NHWC");
+                        const std::string& data_format = "NHWC", const std::string& output_format = "NHWC",
+                        const std::vector<double>& int8_ranges = {});
 /// Evaluates a postfix program (deepflow/ops/fused_program.h) elementwise over inputs.
 Tensor fused_elementwise(const std::vector<Tensor>& inputs, const std::string& program);
 

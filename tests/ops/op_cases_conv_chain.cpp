@@ -26,6 +26,11 @@ Attrs chain(const std::vector<L>& layers, const char* format = "NHWC", const cha
           {"output_format", std::string(output_format)}};
 }
 
+Attrs with_int8(Attrs a, std::vector<double> ranges) {
+  a.set("int8_ranges", std::move(ranges));
+  return a;
+}
+
 FusedConvOptions opt(const char* padding, const char* act, V strides = {1, 1}, V pads = {}) {
   FusedConvOptions o;
   o.padding = padding, o.activation = act, o.strides = strides, o.explicit_paddings = pads;
@@ -91,6 +96,32 @@ DF_OP_CASES(conv_chain) {
                                                     .options = {.padding = "SAME", .activation = "tanh"}},
                                                    {.src = 1, .summand = 1, .filters = x[3]}})};
        }},
+      // int8 (the serving optimizer's): the kernels against the reference's fake-quantized
+      // layers, within a step of the last value (4 / 127, 4 / 255); uint8 relu values, an
+      // int8 summand of a uint8 result, a depthwise layer.
+      {.name = "fused_conv_chain/int8-inverted-residual", .op = "fused_conv_chain",
+       .inputs = {in({2, 9, 9, 8}), in({1, 1, 8, 16}, -0.5, 0.5), in({16}), in({3, 3, 1, 16}, -0.5, 0.5), in({16}),
+                  in({1, 1, 16, 8}, -0.5, 0.5), in({8})},
+       .attrs = with_int8(inverted, {-1, 1, 0, 4, 0, 4, -4, 4}), .dtypes = {DType::Float32}, .gradcheck = false,
+       .rtol = 0, .atol = 0.035},
+      {.name = "fused_conv_chain/int8-resnet-downsample", .op = "fused_conv_chain",
+       .inputs = {in({2, 16, 8, 8}), in({3, 3, 16, 32}, -0.2, 0.2), in({32}), in({3, 3, 32, 32}, -0.2, 0.2), in({32}),
+                  in({1, 1, 16, 32}, -0.5, 0.5), in({32})},
+       .attrs = with_int8(chain({{0, -1, true, opt("SAME", "relu", {2, 2})},
+                                 {1, -1, true, opt("SAME", "")},
+                                 {0, 2, true, opt("VALID", "relu", {2, 2})}},
+                                "NCHW", "NCHW"),
+                          {-1, 1, 0, 3, -3, 3, 0, 4}),
+       .dtypes = {DType::Float32}, .gradcheck = false, .rtol = 0, .atol = 0.035},
+      {.name = "fused_conv_chain/int8-ranges", .op = "fused_conv_chain",
+       .inputs = {in({1, 4, 4, 2}), in({1, 1, 2, 2})},
+       .attrs = with_int8(chain({{0, -1, false, opt("VALID", "")}}), {-1, 1, 2, 1}),
+       .dtypes = {DType::Float32},
+       .error = "[fused_conv_chain] int8_ranges of value 1 is [2, 1]: need finite lo <= hi"},
+      {.name = "fused_conv_chain/int8-ranges-count", .op = "fused_conv_chain",
+       .inputs = {in({1, 4, 4, 2}), in({1, 1, 2, 2})},
+       .attrs = with_int8(chain({{0, -1, false, opt("VALID", "")}}), {-1, 1}), .dtypes = {DType::Float32},
+       .error = "[fused_conv_chain] int8_ranges must hold {lo, hi} for each of the 2 values"},
       {.name = "fused_conv_chain/reads-later-value", .op = "fused_conv_chain",
        .inputs = {in({1, 4, 4, 2}), in({1, 1, 2, 2})}, .attrs = chain({{1, -1, false, opt("VALID", "")}}),
        .error = "[fused_conv_chain] layer 0 reads value 1 and sums value -1: a layer reads the input (0) or an "

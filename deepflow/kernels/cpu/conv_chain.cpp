@@ -320,7 +320,8 @@ PlanPtr make_plan(const OpCall& c, const std::vector<Layer>& layers) {
 }
 
 PlanPtr plan_of(const OpCall& c) {
-  if (c.in(0).dtype() != DType::Float32) return nullptr;
+  // int8 chains run in conv_chain_int8.cpp, or layer by layer where it cannot.
+  if (c.in(0).dtype() != DType::Float32 || !c.attr_floats("int8_ranges").empty()) return nullptr;
   for (const Tensor& t : c.inputs)
     if (t.size() == 0) return nullptr;
   const auto& ints = c.attr_ints("layers");

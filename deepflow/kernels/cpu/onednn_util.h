@@ -78,6 +78,15 @@ class PrimitiveCache {
     return p;
   }
 
+  /// Forgets the entry of `key` (one found stale by its owner), if any.
+  void erase(const Key& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = map_.find(key); it != map_.end()) {
+      lru_.erase(it->second);
+      map_.erase(it);
+    }
+  }
+
  private:
   std::mutex mu_;
   std::list<std::pair<Key, Ptr>> lru_;

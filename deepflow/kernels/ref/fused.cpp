@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Reference kernels of the fused primitives: the parts composed one element at a time with
 // the reference kernels' formulas (the oracle the fused CPU kernels are tested against).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numbers>
@@ -163,9 +164,44 @@ void ref_fused_elementwise(const OpCall& c, TensorList& out) {
 
 }  // namespace
 
+namespace {
+
+// x rounded to its int8 storage (conv_chain::Int8Value) and back: what an int8 chain keeps.
+Tensor fake_quantize(const Tensor& x, const conv_chain::Int8Value& q) {
+  Tensor y(x.shape(), x.dtype());
+  const float* in = x.data<float>();
+  float* o = y.data<float>();
+  const float lo = float(q.lowest()), hi = float(q.highest());
+  for (int64_t i = 0; i < x.size(); ++i) o[i] = q.scale * std::clamp(std::nearbyint(in[i] / q.scale), lo, hi);
+  return y;
+}
+
+// HWIO filters rounded per output channel (the last dim) to [-127, 127] steps and back.
+Tensor fake_quantize_filters(const Tensor& w) {
+  const int64_t co = w.dim(3), rows = w.size() / std::max<int64_t>(co, 1);
+  std::vector<float> scale(size_t(co), 0.f);
+  const float* in = w.data<float>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < co; ++o) scale[size_t(o)] = std::max(scale[size_t(o)], std::abs(in[r * co + o]));
+  for (float& s : scale) s = conv_chain::int8_weight_scale(s);
+  Tensor y(w.shape(), w.dtype());
+  float* out = y.data<float>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < co; ++o) {
+      const float s = scale[size_t(o)];
+      out[r * co + o] = s * std::clamp(std::nearbyint(in[r * co + o] / s), -127.f, 127.f);
+    }
+  return y;
+}
+
+}  // namespace
+
+// An int8 chain (int8_ranges) runs here as its float layers over fake-quantized values and
+// filters: exact but for the float sums (products of int8 steps, summed in float).
 void ref::conv_chain_by_layers(const OpCall& c, TensorList& out, bool reference) {
   const std::vector<conv_chain::Layer> layers =
       conv_chain::decode(c.attr_ints("layers"), c.attr_floats("layer_params"), c.num_inputs());
+  const std::vector<conv_chain::Int8Value> q = conv_chain::int8_values(c.attr_floats("int8_ranges"), layers.size());
   auto run = [&](OpId op, std::span<const Tensor> in, const Attrs& attrs) {
     const OpCall call{&op_def(op), in, &attrs, {}};
     return run_kernel(reference ? kernels_for(op).back() : select_kernel(call), op, in, attrs)[0];
@@ -175,11 +211,13 @@ void ref::conv_chain_by_layers(const OpCall& c, TensorList& out, bool reference)
     const Attrs perm{{"perm", std::vector<int64_t>{0, 2, 3, 1}}};
     values[0] = run(OpId::Transpose, std::span<const Tensor>(&values[0], 1), perm);
   }
+  if (!q.empty()) values[0] = fake_quantize(values[0], q[0]);
   for (const conv_chain::Layer& l : layers) {
-    std::vector<Tensor> in{values[size_t(l.src)], c.in(l.filters)};
+    std::vector<Tensor> in{values[size_t(l.src)], q.empty() ? c.in(l.filters) : fake_quantize_filters(c.in(l.filters))};
     if (l.bias >= 0) in.push_back(c.in(l.bias));
     if (l.summand >= 0) in.push_back(values[size_t(l.summand)]);
     values.push_back(run(OpId::FusedConv2D, in, conv_chain::fused_attrs(l)));
+    if (!q.empty()) values.back() = fake_quantize(values.back(), q[values.size() - 1]);
   }
   if (c.attr_string("output_format") == "NCHW") {
     const Attrs perm{{"perm", std::vector<int64_t>{0, 3, 1, 2}}};
