@@ -89,41 +89,8 @@ Conversion convert_saved_model(const std::string& dir, const ConverterOptions& o
   io::SavedModel sm = io::load_saved_model(dir);
   DF_CHECK(sm.has_signature(signature_key), "[lite::convert] SavedModel ", dir, " has no signature '", signature_key,
            "'");
-  using io::SignatureInfo;
-  const io::LoadedSignature& sig = sm.signature(signature_key);
-  Graph g = sig.saved_graph();
   ConverterOptions o = options;
-  o.input_names.clear();
-  o.output_names.clear();
-  const SignatureInfo& info = sig.info();
-  auto resolves = [&g](const std::map<std::string, io::TensorInfo>& m) {
-    for (const auto& [key, ti] : m) {
-      const std::string node = ti.name.substr(0, ti.name.find(':'));
-      if (g.find(node) < 0) return false;
-    }
-    return true;
-  };
-  if (!(resolves(info.inputs) && resolves(info.outputs)) && g.inputs.size() == info.inputs.size() &&
-      g.outputs.size() == info.outputs.size()) {
-    // TensorFlow's format: the names are the GraphDef's, the imported function's interface
-    // is in the signature's key order.
-    for (const auto& [key, ti] : info.inputs) o.input_names.push_back(key);
-    for (const auto& [key, ti] : info.outputs) o.output_names.push_back(key);
-    return convert_graph(g, o);
-  }
-  g.inputs.clear();
-  g.outputs.clear();
-  for (const auto& [key, info] : sig.info().inputs) {
-    const ValueRef v = g.value(info.name);
-    DF_CHECK(g.node(v.node).op == OpId::Placeholder, "[lite::convert] signature input '", key, "' (", info.name,
-             ") is not a placeholder");
-    g.inputs.push_back(v.node);
-    o.input_names.push_back(key);
-  }
-  for (const auto& [key, info] : sig.info().outputs) {
-    g.outputs.push_back(g.value(info.name));
-    o.output_names.push_back(key);
-  }
+  const Graph g = detail::signature_graph(sm.signature(signature_key), "[lite::convert]", &o.input_names, &o.output_names);
   return convert_graph(g, o);
 }
 

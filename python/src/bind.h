@@ -77,6 +77,7 @@ void init_keras(nb::module_& m);
 void init_saving(nb::module_& m);
 void init_lite(nb::module_& m);  // lite.cpp: deepflow_lite for tf.lite.Interpreter
 void init_lite_convert(nb::module_& m);  // lite_convert.cpp: deepflow_quantize for tf.lite.TFLiteConverter
+void init_serving_optimizer(nb::module_& m);  // serving_optimizer.cpp: TF-TRT's converter on deepflow_quantize
 /// Dataset passes inside graphs (data_graph.cpp), into the `data` submodule.
 void init_data_graph(nb::module_& d);
 

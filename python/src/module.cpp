@@ -61,4 +61,5 @@ NB_MODULE(_deepflow, m) {
   init_saving(m);
   init_lite(m);
   init_lite_convert(m);
+  init_serving_optimizer(m);
 }

@@ -21,6 +21,8 @@
 
 namespace deepflow::cli {
 
+void setup_saved_model_convert(CLI::App& saved_model);  // cmd_saved_model_convert.cpp
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -492,6 +494,8 @@ void setup_saved_model(CLI::App& app) {
   r->add_option("--outdir", ro->outdir, "Also save each output as <outdir>/<key>.npy");
   r->add_flag("--overwrite", ro->overwrite, "Overwrite existing output files");
   r->callback([ro] { run(*ro); });
+
+  setup_saved_model_convert(*cmd);
 }
 
 }  // namespace
