@@ -3,6 +3,7 @@
 
 #include <httplib.h>
 #include <pthread.h>
+#include <cstdlib>
 #include <signal.h>
 #include <sys/socket.h>
 
@@ -198,12 +199,16 @@ void ModelServer::Impl::start_http() {
   http->set_read_timeout(timeout_s, timeout_us);
   http->set_write_timeout(timeout_s, timeout_us);
 
-  auto reply = [this](std::string_view method, const httplib::Request& req, httplib::Response& res) {
+  auto reply_with = [this](std::string_view method, const httplib::Request& req, httplib::Response& res,
+                           const std::string& body) {
     const std::string content_type = req.get_header_value("Content-Type");
     const std::string accept = req.get_header_value("Accept");
-    RestResponse r = rest->handle(method, raw_path(req), req.body, {.content_type = content_type, .accept = accept});
+    RestResponse r = rest->handle(method, raw_path(req), body, {.content_type = content_type, .accept = accept});
     res.status = r.status;
     res.set_content(std::move(r.body), r.content_type);
+  };
+  auto reply = [reply_with](std::string_view method, const httplib::Request& req, httplib::Response& res) {
+    reply_with(method, req, res, req.body);
   };
   auto metrics_or_rest = [this, reply](std::string_view method, const httplib::Request& req, httplib::Response& res) {
     if (options.monitoring.enable && raw_path(req) == options.monitoring.path) {
@@ -215,8 +220,41 @@ void ModelServer::Impl::start_http() {
   http->Get(".*", [metrics_or_rest](const httplib::Request& req, httplib::Response& res) {
     metrics_or_rest("GET", req, res);
   });
-  http->Post(".*", [metrics_or_rest](const httplib::Request& req, httplib::Response& res) {
-    metrics_or_rest("POST", req, res);
+  // POST bodies through a content reader: httplib 0.11 (compiled into Debian's library)
+  // refuses form-urlencoded bodies over 8 KiB with 413 when it reads them itself, and
+  // `curl -d` (TF Serving's documented client) sends predict bodies with that content type.
+  http->Post(".*", [reply_with, this](const httplib::Request& req, httplib::Response& res,
+                                      const httplib::ContentReader& read) {
+    std::string body;
+    bool too_large = false;
+    const bool complete = read([&](const char* data, size_t n) {
+      too_large = body.size() + n > options.max_body_bytes;
+      if (!too_large) body.append(data, n);
+      return !too_large;
+    });
+    // httplib stops reading at its own payload limit (the same max_body_bytes) before our
+    // receiver sees the bytes: then the declared length says why.
+    if (!complete && !too_large && req.has_header("Content-Length"))
+      too_large = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) > options.max_body_bytes;
+    if (!complete && !too_large) {
+      res.status = 400;
+      res.set_content(write_error("[rest] the request body ended early (POST " + std::string(raw_path(req)) + ")"),
+                      "application/json");
+      return;
+    }
+    if (too_large) {
+      res.status = 413;
+      res.set_content(write_error("[rest] request body larger than the server's limit of " +
+                                  std::to_string(options.max_body_bytes) + " bytes (POST " +
+                                  std::string(raw_path(req)) + ")"),
+                      "application/json");
+      return;
+    }
+    if (options.monitoring.enable && raw_path(req) == options.monitoring.path) {
+      res.set_content(metrics.prometheus_text(), "text/plain; version=0.0.4");
+      return;
+    }
+    reply_with("POST", req, res, body);
   });
   for (const char* method : {"PUT", "DELETE", "PATCH"}) {
     auto handler = [reply, method](const httplib::Request& req, httplib::Response& res) { reply(method, req, res); };

@@ -78,6 +78,18 @@ class ServerE2E : public ::testing::Test {
   std::unique_ptr<serving::ModelServer> server_;
 };
 
+// `curl -d` (TF Serving's documented client) sends form-urlencoded: a body over httplib's
+// 8 KiB form limit still predicts.
+TEST_F(ServerE2E, FormEncodedBodiesOverEightKibPredict) {
+  testing::save_half_plus(base_, 1, 2.f);
+  start();
+  auto form = client()->Post("/v1/models/half:predict", R"({"instances": [1.0, 2.0, 5.0]})" + std::string(20000, ' '),
+                             "application/x-www-form-urlencoded");
+  ASSERT_TRUE(form);
+  EXPECT_EQ(form->status, 200) << form->body;
+  EXPECT_EQ(form->body, R"({"predictions":[2.5,3.0,4.5]})");
+}
+
 TEST_F(ServerE2E, PredictOversizedBodyAndMetrics) {
   testing::save_half_plus(base_, 1, 2.f);
   start();
