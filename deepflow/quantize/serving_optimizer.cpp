@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <set>
@@ -30,6 +31,8 @@
 namespace deepflow::quantize {
 
 namespace {
+
+namespace fs = std::filesystem;
 
 constexpr char kWho[] = "[ServingOptimizer]";
 
@@ -86,7 +89,11 @@ void calibrate_chains(Graph& opt, const Converted& c, const ServingOptimizerOpti
   std::vector<int> chains;
   for (int id : chains_of(opt))
     if (int(layer_count(opt.node(id))) >= o.minimum_segment_size) chains.push_back(id);
-  if (chains.empty()) return;
+  if (chains.empty()) {  // nothing to calibrate; the input is still checked
+    while (std::optional<TensorList> xs = input())
+      check_input(opt, c.key, c.input_names, *xs, s.calibration_batches++, o.max_batch_size, "calibration input");
+    return;
+  }
   auto expanded = std::make_shared<Graph>(opt);
   expand_conv_chains(*expanded);
   // Per chain: the expanded graph's values of its input and of each layer's result.
@@ -242,6 +249,11 @@ void ServingOptimizer::save(const std::string& dir, bool overwrite) const {
     specs.push_back({.key = c.key, .fn = keep_alive.back().get_concrete_function(), .input_names = c.input_names,
                      .output_names = c.output_names, .method_name = c.method_name});
   }
+  // As tf.saved_model.save, the parent directories are made (a serving layout's <base>/<version>).
+  const fs::path parent = fs::absolute(dir).parent_path();
+  std::error_code ec;
+  fs::create_directories(parent, ec);
+  DF_CHECK(fs::is_directory(parent), kWho, " cannot create the directory ", parent.string(), ": ", ec.message());
   io::SaveOptions so;
   so.overwrite = overwrite;
   io::save_saved_model(dir, specs, so);

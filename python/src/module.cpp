@@ -8,6 +8,7 @@
 #include "bind.h"
 #include "deepflow/core/error.h"
 #include "deepflow/tf/checkpoint.h"
+#include "deepflow/tf/saved_model.h"
 
 namespace deepflow::py {
 namespace {
@@ -39,6 +40,8 @@ NB_MODULE(_deepflow, m) {
   nb::set_leak_warnings(false);
   // tf.train.Checkpoint.restore takes checkpoints TensorFlow wrote (object graph matched).
   deepflow::tf::register_tf_checkpoint_format();
+  // tf.saved_model.load and the converters take SavedModels TensorFlow wrote.
+  deepflow::tf::register_tf_saved_model_format();
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
