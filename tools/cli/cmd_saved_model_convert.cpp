@@ -24,7 +24,7 @@ namespace {
 
 struct ConvertOptions {
   std::string dir, output_dir, tag_set = "serve", signature_def, precision_mode = "FP32", calibration_inputs;
-  std::string calibration_method = "entropy";
+  std::string calibration_method = "minmax";
   int64_t calibration_batch_size = 8, max_batch_size = 0;
   int minimum_segment_size = 3;
   bool overwrite = false;

@@ -87,7 +87,7 @@ class TrtGraphConverterV2:
                  use_dynamic_shape=None, dynamic_shape_profile_strategy=None, max_workspace_size_bytes=1 << 30,
                  precision_mode=TrtPrecisionMode.FP32, minimum_segment_size=3, maximum_cached_engines=1,
                  use_calibration=True, allow_build_at_runtime=True, conversion_params=None, max_batch_size=None,
-                 calibration_method="entropy"):
+                 calibration_method="min_max"):
         if input_saved_model_dir is None:
             raise ValueError("[TrtGraphConverterV2] input_saved_model_dir is required")
         if conversion_params is not None:
