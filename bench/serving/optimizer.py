@@ -60,7 +60,7 @@ def main():
             cmd = [cli, "saved_model", "convert", "--dir", src, "--output_dir", os.path.join(work, mode.lower(), "1"),
                    "--signature_def", "serving_default", "--precision_mode", mode]
             if mode == "INT8":
-                cmd += ["--calibration_inputs", f"{key}={calib}", "--calibration_method", "minmax"]
+                cmd += ["--calibration_inputs", f"{key}={calib}", "--calibration_method", "min_max"]
             t = time.perf_counter()
             out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
             print(f"convert {mode}: {time.perf_counter() - t:.1f} s; {out.strip().splitlines()[0]}")

@@ -99,6 +99,16 @@ Int8Value int8_value(double lo, double hi) {
   return v;
 }
 
+std::vector<float> int8_weight_scales(const Tensor& filters) {
+  const int64_t co = filters.dim(3), rows = filters.size() / std::max<int64_t>(co, 1);
+  std::vector<float> m(size_t(co), 0.f);
+  const float* w = filters.data<float>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < co; ++o) m[size_t(o)] = std::max(m[size_t(o)], std::abs(w[r * co + o]));
+  for (float& s : m) s = int8_weight_scale(s);
+  return m;
+}
+
 std::vector<Int8Value> int8_values(const std::vector<double>& ranges, size_t num_layers) {
   if (ranges.empty()) return {};
   DF_CHECK(ranges.size() == 2 * (num_layers + 1), "[fused_conv_chain] int8_ranges must hold {lo, hi} for each of the ",

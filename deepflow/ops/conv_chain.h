@@ -50,6 +50,8 @@ Int8Value int8_value(double lo, double hi);
 /// The int8 chain's weight scale of one output channel: max |w| / 127 (1 for a zero channel);
 /// weights are rounded to [-127, 127] (symmetric, narrow range).
 inline float int8_weight_scale(float abs_max) { return abs_max > 0 ? abs_max / 127.f : 1.f; }
+/// The weight scale of each output channel of float32 HWIO filters (their last dim).
+std::vector<float> int8_weight_scales(const Tensor& filters);
 /// The per-value storage of a call's int8_ranges ({lo, hi} per value: the input, then each
 /// layer's result); empty for a float chain. Throws "[fused_conv_chain] ..." when the
 /// attribute does not hold two finite numbers lo <= hi per value.

@@ -54,6 +54,9 @@ enum class OpsSet { kTfliteBuiltins, kTfliteBuiltinsInt8 };
 /// kEntropy: the clipping threshold that minimizes the KL divergence between the 2048-bin
 /// histogram of |x| and its 128-level quantization (TensorRT's calibrator), symmetric.
 enum class Calibration { kMinMax, kMovingAverage, kPercentile, kEntropy };
+/// "min_max" (or "minmax"), "moving_average", "percentile", "entropy" -> Calibration; anything
+/// else is an error that starts with `who` and lists them.
+Calibration parse_calibration(const std::string& name, const char* who);
 
 /// Yields one sample (one tensor per function input) per call, nullopt at the end.
 using RepresentativeDataset = std::function<std::optional<TensorList>()>;

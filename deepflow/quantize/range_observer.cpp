@@ -100,3 +100,16 @@ Range RangeObserver::range(Calibration method, double percentile) const {
 }
 
 }  // namespace deepflow::quantize::detail
+
+namespace deepflow::quantize {
+
+Calibration parse_calibration(const std::string& name, const char* who) {
+  if (name == "min_max" || name == "minmax") return Calibration::kMinMax;
+  if (name == "moving_average") return Calibration::kMovingAverage;
+  if (name == "percentile") return Calibration::kPercentile;
+  if (name == "entropy") return Calibration::kEntropy;
+  fail(who, " calibration must be \"min_max\", \"moving_average\", \"percentile\" or \"entropy\", got \"", name,
+       "\"");
+}
+
+}  // namespace deepflow::quantize

@@ -199,7 +199,19 @@ void ServingOptimizer::convert(const InputFn& calibration_input) {
   std::vector<std::string> keys = o.signature_keys.empty() ? impl_->model->signature_keys() : o.signature_keys;
   impl_->converted.clear();
   impl_->summary.clear();
+  // Every signature calibrates on the same input: read it once, replay it per signature.
+  InputFn input = calibration_input;
+  std::vector<TensorList> seen;
+  if (calibration_input && keys.size() > 1) {
+    while (std::optional<TensorList> xs = calibration_input()) seen.push_back(std::move(*xs));
+    input = {};
+  }
   for (const std::string& key : keys) {
+    if (!seen.empty() || (calibration_input && !input))
+      input = [&seen, i = size_t(0)]() mutable -> std::optional<TensorList> {
+        if (i == seen.size()) return std::nullopt;
+        return seen[i++];
+      };
     Converted c;
     c.key = key;
     const io::LoadedSignature& sig = impl_->model->signature(key);
@@ -209,7 +221,7 @@ void ServingOptimizer::convert(const InputFn& calibration_input) {
     c.graph = optimize(g);
     SignatureSummary s;
     s.key = key;
-    if (o.precision_mode == Precision::kInt8) calibrate_chains(*c.graph, c, o, calibration_input, s);
+    if (o.precision_mode == Precision::kInt8) calibrate_chains(*c.graph, c, o, input, s);
     count(*c.graph, s);
     impl_->summary.push_back(s);
     impl_->converted.push_back(std::move(c));

@@ -11,20 +11,8 @@
 #include "deepflow/quantize/converter.h"
 
 namespace deepflow::py {
-namespace {
 
 namespace q = deepflow::quantize;
-
-q::Calibration calibration_of(const std::string& s) {
-  if (s == "min_max") return q::Calibration::kMinMax;
-  if (s == "moving_average") return q::Calibration::kMovingAverage;
-  if (s == "percentile") return q::Calibration::kPercentile;
-  if (s == "entropy") return q::Calibration::kEntropy;
-  fail("[TFLiteConverter] calibration must be \"min_max\", \"moving_average\", \"percentile\" or \"entropy\", got \"",
-       s, "\"");
-}
-
-}  // namespace
 
 void init_lite_convert(nb::module_& m) {
   // source: a _ConcreteFunction or a SavedModel directory; dataset: a callable returning
@@ -50,7 +38,7 @@ void init_lite_convert(nb::module_& m) {
           }
           o.inference_input_type = DType(input_type);
           o.inference_output_type = DType(output_type);
-          o.calibration = calibration_of(calibration);
+          o.calibration = q::parse_calibration(calibration, "[TFLiteConverter]");
           o.percentile = percentile;
           o.input_names = input_names;
           o.output_names = output_names;

@@ -13,15 +13,6 @@ namespace {
 
 namespace q = deepflow::quantize;
 
-q::Calibration calibration_of(const std::string& s) {
-  if (s == "min_max") return q::Calibration::kMinMax;
-  if (s == "moving_average") return q::Calibration::kMovingAverage;
-  if (s == "percentile") return q::Calibration::kPercentile;
-  if (s == "entropy") return q::Calibration::kEntropy;
-  fail("[TrtGraphConverterV2] calibration must be \"min_max\", \"moving_average\", \"percentile\" or \"entropy\", got \"",
-       s, "\"");
-}
-
 // A Python callable returning the next input (a list of arrays, in the signature's key
 // order) or None, as the C++ InputFn.
 q::InputFn input_fn_of(nb::object fn) {
@@ -52,7 +43,7 @@ void init_serving_optimizer(nb::module_& m) {
             o.precision_mode = q::parse_precision(precision);
             o.minimum_segment_size = minimum_segment_size;
             o.max_batch_size = max_batch_size;
-            o.calibration = calibration_of(calibration);
+            o.calibration = q::parse_calibration(calibration, "[TrtGraphConverterV2]");
             o.percentile = percentile;
             new (self) q::ServingOptimizer(std::move(o));
           },

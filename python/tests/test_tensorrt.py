@@ -126,3 +126,27 @@ def test_errors(cnn):
         c.convert(calibration_input_fn=lambda: iter([(np.zeros((2, 7, 7, 1), np.float32),)]))
     with pytest.raises(RuntimeError, match="save\\(\\) before convert\\(\\)"):
         trt.TrtGraphConverterV2(input_saved_model_dir=src).save("/tmp/never")
+
+
+def test_cli_convert(cnn, tmp_path):
+    src, x, want = cnn
+    cli = os.path.join(BUILD, "tools", "cli", "deepflow")
+    if not os.path.exists(cli):
+        if os.environ.get("CI"):
+            pytest.fail(f"{cli} is missing")
+        pytest.skip(f"{cli} is missing (build the deepflow_cli target)")
+    key = list(tf.saved_model.load(src).signatures["serving_default"].structured_input_signature[1].keys())[0]
+    np.save(tmp_path / "calib.npy", np.concatenate([x] * 4))
+    out = tmp_path / "int8" / "1"
+    r = subprocess.run([cli, "saved_model", "convert", "--dir", src, "--output_dir", str(out), "--precision_mode",
+                        "INT8", "--minimum_segment_size", "1", "--calibration_inputs",
+                        f"{key}={tmp_path / 'calib.npy'}", "--calibration_batch_size", "5"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "1 in int8" in r.stdout and "calibrated on 3 batches" in r.stdout, r.stdout
+    got = _run(str(out), x)
+    assert np.abs(got - want).max() < 0.02 * np.abs(want).max()
+    bad = subprocess.run([cli, "saved_model", "convert", "--dir", src, "--output_dir", str(tmp_path / "x"),
+                          "--precision_mode", "INT8", "--calibration_inputs", f"{key}={tmp_path / 'calib.npy'}",
+                          "--calibration_method", "kl"], capture_output=True, text=True)
+    assert bad.returncode == 1 and "--calibration_method: calibration must be" in bad.stderr, bad.stderr

@@ -82,14 +82,7 @@ void convert(const ConvertOptions& o) {
     c.representative_dataset = dataset_of(o.data, o.samples);
     c.inference_input_type = interface_type(o.input_type);
     c.inference_output_type = interface_type(o.output_type);
-    static const std::map<std::string, q::Calibration> methods = {{"min_max", q::Calibration::kMinMax},
-                                                                   {"moving_average", q::Calibration::kMovingAverage},
-                                                                   {"percentile", q::Calibration::kPercentile},
-                                                                   {"entropy", q::Calibration::kEntropy}};
-    auto it = methods.find(o.calibration);
-    DF_CHECK(it != methods.end(), "[lite convert] --calibration must be min_max, moving_average, percentile or "
-             "entropy, got \"", o.calibration, "\"");
-    c.calibration = it->second;
+    c.calibration = q::parse_calibration(o.calibration, "[lite convert] --calibration:");
   } else {
     DF_CHECK(o.mode == "float32", "[lite convert] --mode must be float32, float16, dynamic_range or int8, got \"",
              o.mode, "\"");

@@ -24,7 +24,7 @@ namespace {
 
 struct ConvertOptions {
   std::string dir, output_dir, tag_set = "serve", signature_def, precision_mode = "FP32", calibration_inputs;
-  std::string calibration_method = "minmax";
+  std::string calibration_method = "min_max";
   int64_t calibration_batch_size = 8, max_batch_size = 0;
   int minimum_segment_size = 3;
   bool overwrite = false;
@@ -41,15 +41,6 @@ std::vector<std::string> split_on(const std::string& s, char sep) {
   return out;
 }
 
-quantize::Calibration calibration_of(const std::string& m) {
-  if (m == "minmax") return quantize::Calibration::kMinMax;
-  if (m == "moving_average") return quantize::Calibration::kMovingAverage;
-  if (m == "percentile") return quantize::Calibration::kPercentile;
-  if (m == "entropy") return quantize::Calibration::kEntropy;
-  fail("[saved_model convert] --calibration_method must be minmax, moving_average, percentile or entropy, got \"", m,
-       "\"");
-}
-
 void convert(const ConvertOptions& o) {
   quantize::ServingOptimizerOptions so;
   so.input_saved_model_dir = o.dir;
@@ -58,7 +49,7 @@ void convert(const ConvertOptions& o) {
   so.precision_mode = quantize::parse_precision(o.precision_mode);
   so.minimum_segment_size = o.minimum_segment_size;
   so.max_batch_size = o.max_batch_size;
-  so.calibration = calibration_of(o.calibration_method);
+  so.calibration = quantize::parse_calibration(o.calibration_method, "[saved_model convert] --calibration_method:");
   quantize::ServingOptimizer opt(so);
   // key=file.npy pairs, in the signature's key order once sorted (std::map).
   std::map<std::string, Tensor> files;
@@ -112,7 +103,7 @@ void setup_saved_model_convert(CLI::App& saved_model) {
                 "'<key>=<file.npy>;...': INT8 calibration data, one file per input");
   c->add_option("--calibration_batch_size", co->calibration_batch_size, "Rows per calibration batch")
       ->capture_default_str();
-  c->add_option("--calibration_method", co->calibration_method, "minmax, moving_average, percentile or entropy")
+  c->add_option("--calibration_method", co->calibration_method, "min_max, moving_average, percentile or entropy")
       ->capture_default_str();
   c->add_option("--minimum_segment_size", co->minimum_segment_size,
                 "Fewest convolutions a chain needs to run in int8")->capture_default_str();

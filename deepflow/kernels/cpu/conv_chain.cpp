@@ -75,16 +75,8 @@ struct Plan {
 };
 using PlanPtr = std::shared_ptr<const Plan>;
 
-// The cache key: every number the plan depends on.
-struct KeyHash {
-  size_t operator()(const std::vector<int64_t>& k) const {
-    uint64_t h = 1469598103934665603ull;
-    for (int64_t v : k) h = (h ^ uint64_t(v)) * 1099511628211ull;
-    return size_t(h);
-  }
-};
-onednn::PrimitiveCache<Plan, std::vector<int64_t>, KeyHash>& plans() {
-  static auto* c = new onednn::PrimitiveCache<Plan, std::vector<int64_t>, KeyHash>;  // kernels may run at exit
+onednn::PlanCache<Plan>& plans() {
+  static auto* c = new onednn::PlanCache<Plan>;  // kernels may run at exit
   return *c;
 }
 
@@ -99,7 +91,7 @@ dn::memory::desc act_md(const Shape& nhwc, Tag tag) {
   return dn::memory::desc({nhwc[0], nhwc[3], nhwc[1], nhwc[2]}, DT::f32, tag);
 }
 
-bool is_ref(const dn::primitive_desc_base& pd) { return std::string(pd.impl_info_str()).rfind("ref", 0) == 0; }
+using onednn::is_ref;
 
 // fused_conv2d's attributes of a layer, as an OpCall for activation_post_op.
 struct LayerCall {

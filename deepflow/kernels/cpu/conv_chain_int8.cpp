@@ -14,7 +14,8 @@
 // The scales are baked into the primitives and the quantized filters into the plan, so a
 // plan belongs to one set of filter tensors: its key holds their addresses, and it keeps
 // weak references to their storage, so a freed filter whose address comes back never
-// matches a stale plan. Only CPUs with VNNI take this path: without it oneDNN's u8 x s8
+// matches a stale plan. Each input shape's plan holds its own quantized filters (about a
+// quarter of the float filters: 25 MB for ResNet50), in an LRU of 256 plans. Only CPUs with VNNI take this path: without it oneDNN's u8 x s8
 // products pass through saturating 16-bit sums; there the chain runs layer by layer over
 // fake-quantized values (kernels/ref/fused.cpp), which computes the same thing.
 #include <algorithm>
@@ -64,20 +65,13 @@ struct Plan {
 };
 using PlanPtr = std::shared_ptr<const Plan>;
 
-struct KeyHash {
-  size_t operator()(const std::vector<int64_t>& k) const {
-    uint64_t h = 1469598103934665603ull;
-    for (int64_t v : k) h = (h ^ uint64_t(v)) * 1099511628211ull;
-    return size_t(h);
-  }
-};
-onednn::PrimitiveCache<Plan, std::vector<int64_t>, KeyHash>& plans() {
-  static auto* c = new onednn::PrimitiveCache<Plan, std::vector<int64_t>, KeyHash>;  // kernels may run at exit
+onednn::PlanCache<Plan>& plans() {
+  static auto* c = new onednn::PlanCache<Plan>;  // kernels may run at exit
   return *c;
 }
 
 bool nchw(const OpCall& c, const char* attr) { return c.attr_string(attr) == "NCHW"; }
-bool is_ref(const dn::primitive_desc_base& pd) { return std::string(pd.impl_info_str()).rfind("ref", 0) == 0; }
+using onednn::is_ref;
 
 bool has_vnni() {
   const int isa = int(dn::get_effective_cpu_isa());
@@ -96,17 +90,6 @@ dn::reorder scaled_reorder(const dn::memory::desc& from, const dn::memory::desc&
   dn::primitive_attr attr;
   attr.set_output_scales(mask, scales);
   return dn::reorder(dn::reorder::primitive_desc(onednn::cpu_engine(), from, onednn::cpu_engine(), to, attr));
-}
-
-// Max |w| per output channel of HWIO filters (the last dim), as int8 weight scales.
-std::vector<float> weight_scales(const Tensor& filters) {
-  const int64_t co = filters.dim(3), rows = filters.size() / std::max<int64_t>(co, 1);
-  std::vector<float> m(size_t(co), 0.f);
-  const float* w = filters.data<float>();
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t o = 0; o < co; ++o) m[size_t(o)] = std::max(m[size_t(o)], std::abs(w[r * co + o]));
-  for (float& s : m) s = conv_chain::int8_weight_scale(s);
-  return m;
 }
 
 // Arena slots: a value takes a free slot (or a new one) when its layer runs and frees it
@@ -128,7 +111,7 @@ struct Slots {
 std::optional<Step> make_step(const OpCall& c, const Layer& l, const ConvGeometry& g, const dn::memory::desc& src,
                               const dn::memory::desc& dst, const std::vector<Int8Value>& q, int dst_value) {
   const float s_src = q[size_t(l.src)].scale, s_dst = q[size_t(dst_value)].scale;
-  const std::vector<float> w_scale = weight_scales(c.in(l.filters));
+  const std::vector<float> w_scale = conv_chain::int8_weight_scales(c.in(l.filters));
   std::vector<float> out_scale(w_scale.size()), inv_w(w_scale.size());
   for (size_t o = 0; o < w_scale.size(); ++o) out_scale[o] = s_src * w_scale[o], inv_w[o] = 1.f / w_scale[o];
   const dn::memory::desc bias = l.bias >= 0 ? dn::memory::desc({g.co}, DT::f32, Tag::a) : dn::memory::desc();

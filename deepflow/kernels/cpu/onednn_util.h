@@ -17,6 +17,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "deepflow/core/tensor.h"
 
@@ -92,5 +93,20 @@ class PrimitiveCache {
   std::list<std::pair<Key, Ptr>> lru_;
   std::unordered_map<Key, typename std::list<std::pair<Key, Ptr>>::iterator, Hash> map_;
 };
+
+/// Whether oneDNN picked its reference implementation (slow: the chains fall back instead).
+inline bool is_ref(const dnnl::primitive_desc_base& pd) { return std::string(pd.impl_info_str()).rfind("ref", 0) == 0; }
+
+/// FNV-1a over a key of numbers (the plan caches' keys: shapes, attributes, addresses).
+struct IntsHash {
+  size_t operator()(const std::vector<int64_t>& k) const {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t v : k) h = (h ^ uint64_t(v)) * 1099511628211ull;
+    return size_t(h);
+  }
+};
+/// A cache of per-call plans keyed by every number a plan depends on.
+template <class Plan>
+using PlanCache = PrimitiveCache<Plan, std::vector<int64_t>, IntsHash>;
 
 }  // namespace deepflow::onednn

@@ -179,11 +179,8 @@ Tensor fake_quantize(const Tensor& x, const conv_chain::Int8Value& q) {
 // HWIO filters rounded per output channel (the last dim) to [-127, 127] steps and back.
 Tensor fake_quantize_filters(const Tensor& w) {
   const int64_t co = w.dim(3), rows = w.size() / std::max<int64_t>(co, 1);
-  std::vector<float> scale(size_t(co), 0.f);
+  const std::vector<float> scale = conv_chain::int8_weight_scales(w);
   const float* in = w.data<float>();
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t o = 0; o < co; ++o) scale[size_t(o)] = std::max(scale[size_t(o)], std::abs(in[r * co + o]));
-  for (float& s : scale) s = conv_chain::int8_weight_scale(s);
   Tensor y(w.shape(), w.dtype());
   float* out = y.data<float>();
   for (int64_t r = 0; r < rows; ++r)
