@@ -28,7 +28,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "deepflow/core/parallel.h"
 #include "deepflow/kernels/cpu/onednn_conv.h"
 #include "deepflow/kernels/cpu/onednn_util.h"
 #include "deepflow/ops/kernel.h"
@@ -356,13 +355,8 @@ void onednn_conv_chain(const OpCall& c, TensorList& out) {
   };
   for (const Step& st : p->steps) {
     dn::memory& dst = value[size_t(st.dst)] = dn::memory(p->value_md[size_t(st.dst)], eng, base + p->offset[size_t(st.dst)]);
-    if (st.summand >= 0 && !st.in_place) {
-      const auto* from = static_cast<const char*>(value[size_t(st.summand)].get_data_handle());
-      auto* to = static_cast<char*>(dst.get_data_handle());
-      const int64_t bytes = int64_t(p->value_md[size_t(st.dst)].get_size());
-      parallel_for(bytes, int64_t(sizeof(float)) * kParallelGrain,
-                   [&](int64_t b, int64_t e) { std::memcpy(to + b, from + b, size_t(e - b)); });
-    }
+    if (st.summand >= 0 && !st.in_place)  // the sum post-op adds what dst holds
+      onednn::copy_value(value[size_t(st.summand)], dst);
     std::unordered_map<int, dn::memory> args{{DNNL_ARG_SRC, value[size_t(st.src)]},
                                              {DNNL_ARG_WEIGHTS, weights(st.weights)},
                                              {DNNL_ARG_DST, dst},

@@ -21,14 +21,12 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include "deepflow/core/parallel.h"
 #include "deepflow/kernels/cpu/onednn_conv.h"
 #include "deepflow/kernels/cpu/onednn_util.h"
 #include "deepflow/ops/conv_chain.h"
@@ -272,13 +270,8 @@ void onednn_int8_conv_chain(const OpCall& c, TensorList& out) {
   }
   for (const Step& st : p->steps) {
     dn::memory& dst = value[size_t(st.dst)];
-    if (st.summand >= 0 && !st.in_place) {
-      const auto* from = static_cast<const char*>(value[size_t(st.summand)].get_data_handle());
-      auto* to = static_cast<char*>(dst.get_data_handle());
-      const int64_t bytes = int64_t(p->value_md[size_t(st.dst)].get_size());
-      parallel_for(bytes, int64_t(4) * kParallelGrain,
-                   [&](int64_t b, int64_t e) { std::memcpy(to + b, from + b, size_t(e - b)); });
-    }
+    if (st.summand >= 0 && !st.in_place)  // the sum post-op adds what dst holds
+      onednn::copy_value(value[size_t(st.summand)], dst);
     std::unordered_map<int, dn::memory> args{
         {DNNL_ARG_SRC, value[size_t(st.src)]},
         {DNNL_ARG_WEIGHTS, dn::memory(st.weights_md, eng, const_cast<void*>(st.weights.raw_data()))},

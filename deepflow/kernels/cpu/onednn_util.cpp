@@ -2,6 +2,9 @@
 #include "deepflow/kernels/cpu/onednn_util.h"
 
 #include <algorithm>
+#include <cstring>
+
+#include "deepflow/core/parallel.h"
 
 namespace deepflow::onednn {
 
@@ -54,6 +57,14 @@ bool small_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float*
                  int64_t ldb, float beta, float* c) {
   if (m * n * k > kSmallGemmMacs) return false;
   return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.f, a, lda, b, ldb, beta, c, n) == dnnl_success;
+}
+
+void copy_value(const dnnl::memory& from, const dnnl::memory& to) {
+  const auto* src = static_cast<const char*>(from.get_data_handle());
+  auto* dst = static_cast<char*>(to.get_data_handle());
+  const int64_t bytes = int64_t(to.get_desc().get_size());
+  parallel_for(bytes, int64_t(sizeof(float)) * kParallelGrain,
+               [&](int64_t b, int64_t e) { std::memcpy(dst + b, src + b, size_t(e - b)); });
 }
 
 }  // namespace deepflow::onednn

@@ -94,6 +94,9 @@ class PrimitiveCache {
   std::unordered_map<Key, typename std::list<std::pair<Key, Ptr>>::iterator, Hash> map_;
 };
 
+/// Copies memory `from` into `to` (same size), on every core for large values.
+void copy_value(const dnnl::memory& from, const dnnl::memory& to);
+
 /// Whether oneDNN picked its reference implementation (slow: the chains fall back instead).
 inline bool is_ref(const dnnl::primitive_desc_base& pd) { return std::string(pd.impl_info_str()).rfind("ref", 0) == 0; }
 
