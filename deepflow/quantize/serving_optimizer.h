@@ -24,8 +24,8 @@
 //     oneDNN's VNNI convolutions: deepflow/ops/fused.h, fused_conv_chain's int8_ranges),
 //     with each value's range calibrated over the calibration input. Other ops (pooling,
 //     dense layers, elementwise) stay float32.
-//   - kFp16: as kFp32, with the chains' filters stored as float16 in the saved graph
-//     (half the file); they are widened to float32 when the model loads.
+//   - kFp16: not implemented yet; convert() refuses it with a message (it needs float16 /
+//     bfloat16 chain kernels).
 #pragma once
 
 #include <functional>
